@@ -1,0 +1,1 @@
+"""Measurements and predictions built on :mod:`flows`."""

@@ -1,0 +1,24 @@
+"""Continuous- and discrete-time dynamics of GD and SAM variants on diagonal linear networks."""
+
+from . import _config as _config  # enables float64 before anything else is traced
+from ._dynamics import rescaled_velocity as rescaled_velocity
+from ._dynamics import velocity as velocity
+from ._iterate import iterate as iterate
+from ._methods import GD as GD
+from ._methods import L2SAM as L2SAM
+from ._methods import LESAM as LESAM
+from ._methods import AbstractMethod as AbstractMethod
+from ._methods import LinfSAM as LinfSAM
+from ._problem import Dataset as Dataset
+from ._problem import balanced_init as balanced_init
+from ._problem import beta as beta
+from ._problem import loss_derivative as loss_derivative
+from ._problem import loss_fn as loss_fn
+from ._problem import margins as margins
+from ._problem import objective as objective
+from ._problem import single_example as single_example
+from ._solve import DIFFRAX_SOLVERS as DIFFRAX_SOLVERS
+from ._solve import SCIPY_SOLVERS as SCIPY_SOLVERS
+from ._solve import solve as solve
+from ._trajectory import Status as Status
+from ._trajectory import Trajectory as Trajectory

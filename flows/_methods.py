@@ -1,0 +1,162 @@
+r"""Training methods as perturbation rules.
+
+Every method is a rule :math:`\varepsilon(\theta, g)` giving the perturbed point
+:math:`\hat\theta=\theta+\varepsilon`, where :math:`g=\nabla\mathcal L(\theta)`.
+The discrete update, the flow and the rescaled flow (``flows._dynamics``) all
+call :meth:`AbstractMethod.perturbation`; no rule is written twice.
+
+The gradient is passed as ``grad_scale * grad`` with ``grad_scale > 0``. Rules
+that only use the direction of :math:`g` (GD, ℓ2-SAM, ℓ∞-SAM) ignore
+``grad_scale``; LE-SAM uses it for :math:`\lVert g\rVert`. The rescaled flow
+passes ``grad = -∇(margin)`` and ``grad_scale = -ℓ'(margin)`` so that the
+direction stays exact even when :math:`\ell'` underflows.
+"""
+
+import abc
+from collections.abc import Callable
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from ._validate import check_scalar
+
+
+def _unit(g, axis=None):
+    """``g / ‖g‖₂`` (over ``axis``), defined as 0 where ``g = 0``."""
+    norm = jnp.sqrt(jnp.sum(g * g, axis=axis, keepdims=axis is not None))
+    return g / jnp.where(norm > 0, norm, 1.0), norm
+
+
+class AbstractMethod(eqx.Module):
+    r"""A training method, i.e. a perturbation rule :math:`\varepsilon(\theta, g)`.
+
+    Contract for subclasses (one small final class per method):
+
+    * parameters are fields; :meth:`perturbation` is a pure JAX function of them,
+      so the method can be jitted and vmapped over its numeric fields;
+    * ``perturbation(theta, grad, t, grad_scale)`` returns an array of the shape of
+      ``theta``, where the true gradient is ``grad_scale * grad`` (``grad_scale > 0``)
+      and ``t`` is the time (flow) or ``k * lr`` (discrete);
+    * ``scale_free`` is True when the rule depends on ``g`` only through its
+      direction; then the rescaled single-example flow does not depend on the loss.
+    """
+
+    scale_free: ClassVar[bool] = True
+
+    @abc.abstractmethod
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        """Return ε(θ, g) with the shape of ``theta``."""
+
+
+class GD(AbstractMethod):
+    r"""Gradient descent: :math:`\varepsilon = 0`.
+
+    >>> import flows
+    >>> flows.GD()
+    GD()
+    """
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del grad, t, grad_scale
+        return jnp.zeros_like(theta)
+
+
+class L2SAM(AbstractMethod):
+    r"""ℓ2-SAM: :math:`\varepsilon=\rho\,g/\lVert g\rVert_2`.
+
+    The norm is taken over all :math:`L\cdot d` weights together (standard SAM).
+    With ``per_layer=True`` each layer is normalised separately:
+    :math:`\varepsilon^{(l)}=\rho\,g^{(l)}/\lVert g^{(l)}\rVert_2`. Where
+    :math:`g=0` the direction is undefined and :math:`\varepsilon=0` is used.
+
+    Arguments:
+        rho: radius :math:`\rho\ge0`.
+        per_layer: normalise each layer separately (static).
+
+    >>> import flows
+    >>> flows.L2SAM(0.1).rho.item()
+    0.1
+    """
+
+    rho: jax.Array
+    per_layer: bool = eqx.field(static=True, default=False)
+
+    def __init__(self, rho, per_layer: bool = False):
+        self.rho = check_scalar("rho", rho, nonnegative=True)
+        if not isinstance(per_layer, bool):
+            raise ValueError(f"`per_layer` must be True or False; got {per_layer!r}.")
+        self.per_layer = per_layer
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta, t, grad_scale
+        unit, _ = _unit(grad, axis=-1 if self.per_layer else None)
+        return self.rho * unit
+
+
+class LinfSAM(AbstractMethod):
+    r"""ℓ∞-SAM: :math:`\varepsilon=\rho\,\mathrm{sign}(g)`, elementwise over all weights.
+
+    The resulting flow is discontinuous where a component of :math:`g` changes
+    sign (a Filippov system, science.md §3).
+
+    Arguments:
+        rho: radius :math:`\rho\ge0`.
+
+    >>> import flows
+    >>> flows.LinfSAM(0.1).rho.item()
+    0.1
+    """
+
+    rho: jax.Array
+
+    def __init__(self, rho):
+        self.rho = check_scalar("rho", rho, nonnegative=True)
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta, t, grad_scale
+        return self.rho * jnp.sign(grad)
+
+
+class LESAM(AbstractMethod):
+    r"""LE-SAM (loss-equated SAM): :math:`\varepsilon=\rho_t\,g/\lVert g\rVert_2` with
+
+    .. math::
+        \rho_t=\min\Big(\frac{\sigma(t)}{\lVert g\rVert_2+\varrho},\ \rho_{\max}\Big),
+
+    so that the first-order loss increase :math:`g^\top\varepsilon` equals
+    :math:`\sigma` until the cap :math:`\rho_{\max}` binds.
+
+    Arguments:
+        sigma: loss budget :math:`\sigma\ge0`, a number or a schedule ``sigma(t)``
+            (a JAX-traceable callable of the time; the discrete update passes
+            ``t = k * lr``).
+        rho_max: cap :math:`\rho_{\max}\ge0` on the radius.
+        eps: stabiliser :math:`\varrho>0` (the reference implementation uses 1e-12).
+
+    >>> import flows
+    >>> flows.LESAM(0.35, 0.3).rho_max.item()
+    0.3
+    """
+
+    sigma: jax.Array | Callable
+    rho_max: jax.Array
+    eps: jax.Array
+
+    scale_free: ClassVar[bool] = False
+
+    def __init__(self, sigma, rho_max, eps=1e-12):
+        self.sigma = sigma if callable(sigma) else check_scalar("sigma", sigma, nonnegative=True)
+        self.rho_max = check_scalar("rho_max", rho_max, nonnegative=True)
+        self.eps = check_scalar("eps", eps, positive=True)
+
+    def sigma_at(self, t):
+        """The loss budget σ(t)."""
+        return self.sigma(t) if callable(self.sigma) else self.sigma
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta
+        unit, norm = _unit(grad)
+        rho_t = jnp.minimum(self.sigma_at(t) / (grad_scale * norm + self.eps), self.rho_max)
+        return rho_t * unit

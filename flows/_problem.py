@@ -1,0 +1,173 @@
+r"""The learning problem: data, diagonal network, losses and the objective.
+
+.. math::
+    \beta(\theta) = w^{(1)}\odot\cdots\odot w^{(L)},\qquad
+    \mathcal L(\theta) = \frac1n\sum_{i=1}^n \ell\big(y_i\langle\beta(\theta), x_i\rangle\big),
+
+with :math:`\theta\in\mathbb R^{L\times d}` (one row per layer) and
+:math:`\ell(z)=\log(1+e^{-z})` (logistic) or :math:`e^{-z}` (exponential).
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._config import as_float64
+from ._validate import check_finite, check_int, check_scalar, is_traced
+
+# --- losses ---------------------------------------------------------------------
+# Each loss is written once, as ℓ(z); its derivative ℓ'(z) comes from autodiff.
+
+_LOSSES = {
+    "logistic": lambda z: jnp.logaddexp(0.0, -z),  # log(1 + e^{-z}), stable for all z
+    "exponential": lambda z: jnp.exp(-z),
+}
+
+
+def check_loss(loss: str) -> str:
+    """Return ``loss`` if it names a known loss, else raise ``ValueError``."""
+    if loss not in _LOSSES:
+        raise ValueError(f"`loss` must be one of {sorted(_LOSSES)}; got {loss!r}.")
+    return loss
+
+
+def loss_fn(loss: str, z):
+    r""":math:`\ell(z)` elementwise, for ``loss`` in ``{"logistic", "exponential"}``."""
+    return _LOSSES[check_loss(loss)](z)
+
+
+def loss_derivative(loss: str, z):
+    r""":math:`\ell'(z)` elementwise (negative for both losses)."""
+    scalar = jax.grad(_LOSSES[check_loss(loss)])
+    return jnp.vectorize(scalar)(z)
+
+
+# --- data -----------------------------------------------------------------------
+
+
+class Dataset(eqx.Module):
+    r"""Labelled data :math:`\{(x_i, y_i)\}_{i=1}^n`, :math:`x_i\in\mathbb R^d`, :math:`y_i=\pm1`.
+
+    Arguments:
+        X: features, shape ``(n, d)``, finite.
+        y: labels, shape ``(n,)``, each exactly ``+1`` or ``-1``.
+
+    Concrete inputs are validated eagerly (``ValueError`` naming ``X`` or ``y``);
+    traced inputs (a sweep over data under ``vmap``) are only shape-checked.
+
+    >>> import flows
+    >>> flows.Dataset([[1.0, 2.0], [-1.0, 0.5]], [1, -1]).n
+    2
+    """
+
+    X: jax.Array  # (n, d)
+    y: jax.Array  # (n,)
+
+    def __init__(self, X, y):
+        X = as_float64(X)
+        y = as_float64(y)
+        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+            raise ValueError(f"`X` must have shape (n, d) with n, d >= 1; got shape {X.shape}.")
+        if y.shape != (X.shape[0],):
+            raise ValueError(
+                f"`y` must have shape (n,) = ({X.shape[0]},) to match `X`; got shape {y.shape}."
+            )
+        check_finite("X", X)
+        if not is_traced(y) and not np.all(np.abs(np.asarray(y)) == 1.0):
+            raise ValueError(f"`y` must contain only labels +1 and -1; got {np.asarray(y)!r}.")
+        self.X = X
+        self.y = y
+
+    @property
+    def n(self) -> int:
+        """Number of examples."""
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        """Number of features."""
+        return self.X.shape[1]
+
+
+def single_example(mu) -> Dataset:
+    r"""The single-example dataset :math:`\{(\mu, +1)\}` of the paper's main case.
+
+    Arguments:
+        mu: feature vector, shape ``(d,)``, finite. The paper takes
+            :math:`0<\mu_1<\dots<\mu_d` (minor to major features) but any finite
+            vector is accepted.
+
+    >>> import flows
+    >>> flows.single_example([1.0, 2.0, 3.0]).X.shape
+    (1, 3)
+    """
+    mu = as_float64(mu)
+    if mu.ndim != 1 or mu.shape[0] < 1:
+        raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {mu.shape}.")
+    check_finite("mu", mu)
+    return Dataset(mu[None, :], jnp.ones(1))
+
+
+def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
+    r"""Balanced initialisation :math:`w^{(l)}(0)=\alpha` for every layer :math:`l`.
+
+    Arguments:
+        alpha: positive scale, a scalar (then pass ``d``) or a vector of shape ``(d,)``.
+        depth: number of layers :math:`L\ge1`.
+        d: number of features; required when ``alpha`` is a scalar.
+
+    Returns:
+        :math:`\theta` of shape ``(depth, d)``, float64. Works under ``jax.vmap``
+        over ``alpha``.
+
+    >>> import flows
+    >>> flows.balanced_init(0.5, depth=2, d=3).tolist()
+    [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
+    """
+    depth = check_int("depth", depth, minimum=1)
+    alpha = as_float64(alpha)
+    if alpha.ndim == 0:
+        if d is None:
+            raise ValueError("`d` is required when `alpha` is a scalar.")
+        d = check_int("d", d, minimum=1)
+        alpha = check_scalar("alpha", alpha, positive=True)
+    elif alpha.ndim == 1:
+        if d is not None and d != alpha.shape[0]:
+            raise ValueError(f"`d` = {d} does not match len(`alpha`) = {alpha.shape[0]}.")
+        d = alpha.shape[0]
+        if not is_traced(alpha) and not np.all(np.isfinite(alpha) & (np.asarray(alpha) > 0)):
+            raise ValueError(f"`alpha` must be finite and > 0 elementwise; got {alpha!r}.")
+    else:
+        raise ValueError(f"`alpha` must be a scalar or shape (d,); got shape {alpha.shape}.")
+    return jnp.broadcast_to(alpha, (depth, d))
+
+
+def check_theta(theta, data: Dataset, name: str = "theta0") -> jax.Array:
+    """Validate a parameter array against ``data``: shape ``(L, d)``, finite, float64."""
+    theta = as_float64(theta)
+    if theta.ndim != 2 or theta.shape[0] < 1 or theta.shape[1] != data.d:
+        raise ValueError(
+            f"`{name}` must have shape (L, d) = (L, {data.d}) with depth L >= 1; "
+            f"got shape {theta.shape}."
+        )
+    check_finite(name, theta)
+    return theta
+
+
+# --- the model and the objective -----------------------------------------------
+
+
+def beta(theta):
+    r""":math:`\beta=\prod_l w^{(l)}`: shape ``(..., L, d) -> (..., d)``."""
+    return jnp.prod(theta, axis=-2)
+
+
+def margins(theta, data: Dataset):
+    r""":math:`y_i\langle\beta(\theta),x_i\rangle`, shape ``(n,)``."""
+    return data.y * (data.X @ beta(theta))
+
+
+def objective(theta, data: Dataset, loss: str = "logistic"):
+    r""":math:`\mathcal L(\theta)=\frac1n\sum_i\ell(y_i\langle\beta(\theta),x_i\rangle)`."""
+    return jnp.mean(loss_fn(loss, margins(theta, data)))

@@ -1,0 +1,281 @@
+r"""Integrate a method's flow (or rescaled flow) with diffrax or scipy.
+
+Both backends return the same :class:`~flows.Trajectory`; diffrax is the default
+(jit- and vmap-able), scipy's ``solve_ivp`` is the independent reference.
+"""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+import scipy.integrate
+
+from ._config import as_float64
+from ._dynamics import field, is_finite
+from ._methods import AbstractMethod
+from ._problem import Dataset, check_loss, check_theta, objective
+from ._trajectory import Status, Trajectory, make_trajectory
+from ._validate import check_int, check_scalar, is_traced
+
+# Solver names accepted by ``solve(..., solver=...)``. Tsit5 is the default: away
+# from the ℓ∞ switching surfaces these flows are smooth and non-stiff (the
+# Jacobian's spectrum is O(‖μ‖·|θ|^{L-2})), so a 5th-order explicit method with
+# no linear solves is cheapest per step and vmaps without lockstep linear algebra.
+# Kvaerno5 (ESDIRK, L-stable) is the stiff option, for stiff data (widely spread
+# feature scales) and for comparisons.
+DIFFRAX_SOLVERS = {
+    "tsit5": diffrax.Tsit5,
+    "dopri5": diffrax.Dopri5,
+    "dopri8": diffrax.Dopri8,
+    "kvaerno3": diffrax.Kvaerno3,
+    "kvaerno5": diffrax.Kvaerno5,
+}
+SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
+
+
+def _check_tol(name, value, low, high):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
+        raise ValueError(f"`{name}` must be None or a number in ({low}, {high}); got {value!r}.")
+    return float(value)
+
+
+def _check_ts(ts, t1):
+    if ts is None:
+        return jnp.linspace(0.0, t1, 101)
+    ts = as_float64(ts)
+    if ts.ndim != 1 or ts.shape[0] < 1:
+        raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
+    if not is_traced((ts, t1)):
+        tsn = np.asarray(ts)
+        if not (np.all(np.isfinite(tsn)) and np.all(np.diff(tsn) >= 0)
+                and tsn[0] >= 0 and tsn[-1] <= float(t1)):
+            raise ValueError(f"`ts` must be finite, non-decreasing and within [0, t1]; got {tsn!r}.")
+    return ts
+
+
+def solve(method: AbstractMethod, data: Dataset, theta0, *, t1, ts=None, rescaled: bool = False,
+          loss: str = "logistic", backend: str = "diffrax", solver=None, rtol: float = 1e-8,
+          atol: float = 1e-10, max_steps: int = 100_000, collapse_tol: float | None = 1e-6,
+          escape_tol: float | None = None, loss_tol: float | None = None) -> Trajectory:
+    r"""Integrate :math:`\dot\theta=-\nabla\mathcal L(\theta+\varepsilon(\theta))` from ``theta0``.
+
+    With ``rescaled=True`` (single example only) integrate instead
+    :math:`d\theta/d\tau=\nabla_\theta\langle\beta,y\,x\rangle|_{\hat\theta}`, the same
+    path on the clock :math:`\tau=\int-\ell'\,dt` (science.md §3); ``t1`` and ``ts``
+    are then values of τ.
+
+    The run stops at ``t1`` or at the first event, which sets ``status``:
+
+    * ``collapsed``: :math:`\lVert\theta\rVert_2\le` ``collapse_tol`` :math:`\cdot\lVert\theta_0\rVert_2`;
+    * ``escaped``: :math:`\lVert\theta\rVert_2\ge` ``escape_tol`` :math:`\cdot\lVert\theta_0\rVert_2`;
+    * ``converged``: :math:`\mathcal L(\theta)\le` ``loss_tol``;
+    * ``max_steps``: ``max_steps`` solver steps were spent;
+    * ``nonfinite``: a non-finite state or any other solver failure.
+
+    The thresholds are relative to :math:`\lVert\theta_0\rVert` so that the
+    scale invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the
+    rescaled flow (science.md §5) is kept exactly. Continuous events are located
+    by root-finding on the dense output (diffrax) or by ``solve_ivp``'s event
+    location (scipy).
+
+    Arguments:
+        method: a method instance (``GD()``, ``L2SAM(rho)``, ...).
+        data: a :class:`Dataset`.
+        theta0: initial parameters, shape ``(L, d)`` (any, not only balanced).
+        t1: final time (> 0).
+        ts: saving times in ``[0, t1]``; default 101 equispaced points.
+        rescaled: integrate the single-example rescaled flow.
+        loss: ``"logistic"`` or ``"exponential"``.
+        backend: ``"diffrax"`` (jit/vmap-able) or ``"scipy"`` (reference, not traceable).
+        solver: diffrax: a name in ``DIFFRAX_SOLVERS`` (default ``"tsit5"``) or a
+            ``diffrax.AbstractSolver``; scipy: a ``solve_ivp`` method name
+            (default ``"LSODA"``; implicit methods get the autodiff Jacobian).
+        rtol, atol: tolerances of the PID step-size controller / of ``solve_ivp``.
+        max_steps: step budget.
+        collapse_tol: relative collapse threshold in (0, 1), or None for no event.
+        escape_tol: relative escape threshold > 1, or None for no event. Default:
+            1e6 for the rescaled flow, no event for the plain flow.
+        loss_tol: loss threshold > 0, or None (default) for no event.
+
+    Returns:
+        A :class:`Trajectory` with ``status``, ``t_end``, ``n_steps`` and ``n_rejected``.
+
+    >>> import flows
+    >>> data = flows.single_example([1.0, 2.0])
+    >>> theta0 = flows.balanced_init(0.5, depth=2, d=2)
+    >>> traj = flows.solve(flows.L2SAM(0.1), data, theta0, t1=2.0, rescaled=True)
+    >>> traj.status_name, traj.thetas.shape
+    ('ok', (101, 2, 2))
+    """
+    if not isinstance(method, AbstractMethod):
+        raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    theta0 = check_theta(theta0, data)
+    loss = check_loss(loss)
+    if not isinstance(rescaled, bool):
+        raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
+    if rescaled and data.n != 1:
+        raise ValueError(
+            f"`rescaled=True` needs a single example (n = 1): with n > 1 there is no common "
+            f"loss factor to divide out; got n = {data.n}."
+        )
+    t1 = check_scalar("t1", t1, positive=True)
+    ts = _check_ts(ts, t1)
+    rtol = _check_tol("rtol", rtol, 0.0, 1.0)
+    atol = _check_tol("atol", atol, 0.0, np.inf)
+    if rtol is None or atol is None:
+        raise ValueError("`rtol` and `atol` must be positive numbers, not None.")
+    max_steps = check_int("max_steps", max_steps, minimum=1)
+    if escape_tol is None and rescaled:
+        escape_tol = 1e6
+    events = dict(collapse_tol=_check_tol("collapse_tol", collapse_tol, 0.0, 1.0),
+                  escape_tol=_check_tol("escape_tol", escape_tol, 1.0, np.inf),
+                  loss_tol=_check_tol("loss_tol", loss_tol, 0.0, np.inf))
+    config = dict(loss=loss, rescaled=rescaled, rtol=rtol, atol=atol, max_steps=max_steps, **events)
+    if backend == "diffrax":
+        if solver is None:
+            solver = "tsit5"
+        if isinstance(solver, str):
+            if solver not in DIFFRAX_SOLVERS:
+                raise ValueError(f"`solver` must be one of {sorted(DIFFRAX_SOLVERS)} or a diffrax "
+                                 f"solver for backend='diffrax'; got {solver!r}.")
+            solver = DIFFRAX_SOLVERS[solver]()
+        if not isinstance(solver, diffrax.AbstractSolver):
+            raise ValueError(f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}.")
+        return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, **config)
+    if backend == "scipy":
+        solver = "LSODA" if solver is None else solver
+        if solver not in SCIPY_SOLVERS:
+            raise ValueError(f"`solver` must be one of {SCIPY_SOLVERS} for backend='scipy'; "
+                             f"got {solver!r}.")
+        if is_traced((method, data, theta0, ts, t1)):
+            raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
+        return _solve_scipy(method, data, theta0, ts, t1, solver=solver, **config)
+    raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
+
+
+def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
+    """The continuous stopping conditions ``c(θ)`` (event when c crosses 0), one place.
+
+    Each is scaled so that one rounding step in t moves it by far less than the
+    root finder's tolerance: near a collapse ‖θ‖ moves linearly in t, so the
+    collapse condition is linear in ‖θ‖/‖θ₀‖; growth and loss decay are
+    exponential in t, so those conditions are logarithms. Returns a list of
+    ``(c, direction, status)`` with direction ``-1`` for a downcrossing and
+    ``+1`` for an upcrossing.
+    """
+    norm0 = jnp.linalg.norm(theta0)
+    out = []
+    if collapse_tol is not None:
+        out.append((lambda y: jnp.linalg.norm(y) / norm0 - collapse_tol, -1, Status.COLLAPSED))
+    if escape_tol is not None:
+        out.append((lambda y: jnp.log(jnp.linalg.norm(y) / norm0) - np.log(escape_tol), +1,
+                    Status.ESCAPED))
+    if loss_tol is not None:
+        out.append((lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1,
+                    Status.CONVERGED))
+    return out
+
+
+@eqx.filter_jit
+def _solve_diffrax(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, atol, max_steps,
+                   collapse_tol, escape_tol, loss_tol):
+    f = field(method, data, loss, rescaled)
+    events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
+    conds = [(lambda t, y, args, c=c, **kw: c(y)) for c, _, _ in events]
+    conds.append(lambda t, y, args, **kw: ~is_finite(y))
+    directions = [{-1: False, +1: True}[s] for _, s, _ in events] + [None]
+    codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])
+    # The root finder locates event times on the dense interpolant, far below the
+    # solver's own error, so event times are accurate to the solver's accuracy.
+    event = diffrax.Event(conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12),
+                          direction=directions)
+    implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
+    controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.4,
+                                       icoeff=0.3 if implicit else 1.0)
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(lambda t, y, args: f(t, y)), solver, t0=0.0, t1=t1, dt0=None, y0=theta0,
+        saveat=diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)]), stepsize_controller=controller, event=event,
+        max_steps=max_steps, throw=False,
+    )
+    (_, t_end), (thetas, theta_end) = sol.ts, sol.ys
+    t_end, theta_end = t_end[0], theta_end[0]
+    mask = jnp.stack([jnp.asarray(m) for m in sol.event_mask])
+    event_code = jnp.sum(jnp.where(mask, codes, 0))
+    result = sol.result
+    status = jnp.where(
+        result == diffrax.RESULTS.successful, Status.OK,
+        jnp.where(result == diffrax.RESULTS.event_occurred, event_code,
+                  jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS,
+                            Status.NONFINITE)))
+    status = jnp.where(is_finite(theta_end), status, Status.NONFINITE)
+    return make_trajectory(ts, thetas, data, loss, status=status, t_end=t_end,
+                           theta_end=theta_end, n_steps=sol.stats["num_steps"],
+                           n_rejected=sol.stats["num_rejected_steps"])
+
+
+@eqx.filter_jit
+def _flat_field(method, data, t, y, *, shape, loss, rescaled):
+    return field(method, data, loss, rescaled)(t, y.reshape(shape)).ravel()
+
+
+@eqx.filter_jit
+def _flat_jacobian(method, data, t, y, *, shape, loss, rescaled):
+    return jax.jacfwd(lambda z: _flat_field(method, data, t, z, shape=shape, loss=loss,
+                                            rescaled=rescaled))(y)
+
+
+def _solve_scipy(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, atol, max_steps,
+                 collapse_tol, escape_tol, loss_tol):
+    shape = theta0.shape
+    kw = dict(shape=shape, loss=loss, rescaled=rescaled)
+    fun = lambda t, y: np.asarray(_flat_field(method, data, t, y, **kw))  # noqa: E731
+    jac = lambda t, y: np.asarray(_flat_jacobian(method, data, t, y, **kw))  # noqa: E731
+
+    scipy_events, codes = [], []
+    for c, direction, code in _event_functions(data, loss, theta0, collapse_tol, escape_tol,
+                                               loss_tol):
+        c = jax.jit(c)
+        ev = lambda t, y, c=c: float(c(y.reshape(shape)))  # noqa: E731
+        ev.terminal, ev.direction = True, direction
+        scipy_events.append(ev)
+        codes.append(code)
+    # solve_ivp has no step budget: an event evaluated once per step counts them.
+    calls = [0]
+
+    def budget(t, y):
+        calls[0] += 1
+        return max_steps + 1.5 - calls[0]
+
+    budget.terminal, budget.direction = True, -1
+    scipy_events.append(budget)
+    codes.append(Status.MAX_STEPS)
+
+    implicit = solver in ("LSODA", "Radau", "BDF")
+    sol = scipy.integrate.solve_ivp(
+        fun, (0.0, float(t1)), np.asarray(theta0).ravel(), method=solver, rtol=rtol, atol=atol,
+        jac=jac if implicit else None, events=scipy_events, dense_output=True)
+    theta_end = sol.y[:, -1]
+    t_end = sol.t[-1]
+    if sol.status == 0:
+        status = Status.OK
+    elif sol.status == 1:
+        fired = [i for i, te in enumerate(sol.t_events) if len(te)]
+        status = codes[fired[0]]
+    else:
+        status = Status.NONFINITE
+    if not np.all(np.isfinite(theta_end)):
+        status = Status.NONFINITE
+    tsn = np.asarray(ts)
+    thetas = np.full((tsn.shape[0], *shape), np.nan)
+    inside = tsn <= t_end
+    if inside.any():
+        thetas[inside] = sol.sol(tsn[inside]).T.reshape(-1, *shape)
+    return make_trajectory(tsn, jnp.asarray(thetas), data, loss, status=status, t_end=t_end,
+                           theta_end=jnp.asarray(theta_end.reshape(shape)),
+                           n_steps=len(sol.t) - 1, n_rejected=-1)
