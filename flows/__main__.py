@@ -12,16 +12,21 @@ def main() -> None:
     print("rescaled flows, L = 2, mu = (1..5), alpha = 0.3")
     print(f"{'method':8} {'status':10} {'tau_end':>9} {'steps':>6}  j_dagger(tau) along the path")
     for name, method in methods.items():
-        traj = flows.solve(method, data, theta0, t1=30.0, rescaled=True,
-                           ts=jnp.linspace(0.0, 30.0, 301))
+        traj = flows.solve(
+            method, data, theta0, t1=30.0, rescaled=True, ts=jnp.linspace(0.0, 30.0, 301)
+        )
         b = traj.beta[traj.reached]
         order = [int(j) + 1 for j in jnp.argmax(jnp.abs(b[1:]), axis=-1)]
         path = [j for i, j in enumerate(order) if i == 0 or j != order[i - 1]]
-        print(f"{name:8} {traj.status_name:10} {float(traj.t_end):9.4f} {int(traj.n_steps):6d}  "
-              f"{' -> '.join(map(str, path))}")
+        print(
+            f"{name:8} {traj.status_name:10} {float(traj.t_end):9.4f} {int(traj.n_steps):6d}  "
+            f"{' -> '.join(map(str, path))}"
+        )
     it = flows.iterate(flows.L2SAM(0.05), data, theta0, lr=1e-2, steps=1000, every=100)
-    print(f"discrete L2-SAM, lr=1e-2, 1000 steps: status {it.status_name}, "
-          f"loss {float(it.loss[0]):.4f} -> {float(it.loss[-1]):.4f}")
+    print(
+        f"discrete L2-SAM, lr=1e-2, 1000 steps: status {it.status_name}, "
+        f"loss {float(it.loss[0]):.4f} -> {float(it.loss[-1]):.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,10 @@ _grad_margin = jax.grad(_margin)
 
 
 def velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
-    r"""Flow field :math:`v(\theta)=-\nabla\mathcal L(\theta+\varepsilon(\theta,\nabla\mathcal L(\theta)))`."""
+    r"""Flow field :math:`v(\theta)=-\nabla\mathcal L(\hat\theta)`.
+
+    Here :math:`\hat\theta=\theta+\varepsilon(\theta,\nabla\mathcal L(\theta))`.
+    """
     g = _grad_objective(theta, data, loss)
     theta_hat = theta + method.perturbation(theta, g, t)
     return -_grad_objective(theta_hat, data, loss)

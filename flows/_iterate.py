@@ -11,9 +11,19 @@ from ._trajectory import Status, Trajectory, make_trajectory
 from ._validate import check_int, check_scalar
 
 
-def iterate(method: AbstractMethod, data: Dataset, theta0, *, lr, steps: int, every: int = 1,
-            loss: str = "logistic") -> Trajectory:
-    r"""Run ``steps`` discrete updates :math:`\theta_{k+1}=\theta_k-\eta\,\nabla\mathcal L(\theta_k+\varepsilon(\theta_k))`.
+def iterate(
+    method: AbstractMethod,
+    data: Dataset,
+    theta0,
+    *,
+    lr,
+    steps: int,
+    every: int = 1,
+    loss: str = "logistic",
+) -> Trajectory:
+    r"""Discrete updates :math:`\theta_{k+1}=\theta_k-\eta\,\nabla\mathcal L(\hat\theta_k)`.
+
+    Here :math:`\hat\theta_k=\theta_k+\varepsilon(\theta_k,\nabla\mathcal L(\theta_k))`.
 
     This is explicit Euler on the flow of :func:`flows.solve` with
     :math:`\Delta t=\eta`, so the iterates approach the flow at order 1 as
@@ -55,13 +65,23 @@ def iterate(method: AbstractMethod, data: Dataset, theta0, *, lr, steps: int, ev
 def _iterate(method, data, theta0, lr, *, steps, every, loss):
     def chunk(carry, _):
         theta, k = carry
-        theta = lax.fori_loop(0, every,
-                              lambda i, th: euler_step(method, data, loss, th, lr, k + i), theta)
+        theta = lax.fori_loop(
+            0, every, lambda i, th: euler_step(method, data, loss, th, lr, k + i), theta
+        )
         return (theta, k + every), theta
 
     (theta_end, _), saved = lax.scan(chunk, (theta0, 0), None, length=steps // every)
     thetas = jnp.concatenate([theta0[None], saved])
     ts = jnp.arange(steps // every + 1) * (every * lr)
     status = jnp.where(is_finite(theta_end), Status.OK, Status.NONFINITE)
-    return make_trajectory(ts, thetas, data, loss, status=status, t_end=ts[-1],
-                           theta_end=theta_end, n_steps=steps, n_rejected=0)
+    return make_trajectory(
+        ts,
+        thetas,
+        data,
+        loss,
+        status=status,
+        t_end=ts[-1],
+        theta_end=theta_end,
+        n_steps=steps,
+        n_rejected=0,
+    )

@@ -51,16 +51,36 @@ def _check_ts(ts, t1):
         raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
     if not is_traced((ts, t1)):
         tsn = np.asarray(ts)
-        if not (np.all(np.isfinite(tsn)) and np.all(np.diff(tsn) >= 0)
-                and tsn[0] >= 0 and tsn[-1] <= float(t1)):
-            raise ValueError(f"`ts` must be finite, non-decreasing and within [0, t1]; got {tsn!r}.")
+        if not (
+            np.all(np.isfinite(tsn))
+            and np.all(np.diff(tsn) >= 0)
+            and tsn[0] >= 0
+            and tsn[-1] <= float(t1)
+        ):
+            raise ValueError(
+                f"`ts` must be finite, non-decreasing and within [0, t1]; got {tsn!r}."
+            )
     return ts
 
 
-def solve(method: AbstractMethod, data: Dataset, theta0, *, t1, ts=None, rescaled: bool = False,
-          loss: str = "logistic", backend: str = "diffrax", solver=None, rtol: float = 1e-8,
-          atol: float = 1e-10, max_steps: int = 100_000, collapse_tol: float | None = 1e-6,
-          escape_tol: float | None = None, loss_tol: float | None = None) -> Trajectory:
+def solve(
+    method: AbstractMethod,
+    data: Dataset,
+    theta0,
+    *,
+    t1,
+    ts=None,
+    rescaled: bool = False,
+    loss: str = "logistic",
+    backend: str = "diffrax",
+    solver=None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    max_steps: int = 100_000,
+    collapse_tol: float | None = 1e-6,
+    escape_tol: float | None = None,
+    loss_tol: float | None = None,
+) -> Trajectory:
     r"""Integrate :math:`\dot\theta=-\nabla\mathcal L(\theta+\varepsilon(\theta))` from ``theta0``.
 
     With ``rescaled=True`` (single example only) integrate instead
@@ -70,8 +90,8 @@ def solve(method: AbstractMethod, data: Dataset, theta0, *, t1, ts=None, rescale
 
     The run stops at ``t1`` or at the first event, which sets ``status``:
 
-    * ``collapsed``: :math:`\lVert\theta\rVert_2\le` ``collapse_tol`` :math:`\cdot\lVert\theta_0\rVert_2`;
-    * ``escaped``: :math:`\lVert\theta\rVert_2\ge` ``escape_tol`` :math:`\cdot\lVert\theta_0\rVert_2`;
+    * ``collapsed``: :math:`\lVert\theta\rVert\le c\lVert\theta_0\rVert` (c: ``collapse_tol``);
+    * ``escaped``: :math:`\lVert\theta\rVert\ge e\lVert\theta_0\rVert` (e: ``escape_tol``);
     * ``converged``: :math:`\mathcal L(\theta)\le` ``loss_tol``;
     * ``max_steps``: ``max_steps`` solver steps were spent;
     * ``nonfinite``: a non-finite state or any other solver failure.
@@ -133,28 +153,37 @@ def solve(method: AbstractMethod, data: Dataset, theta0, *, t1, ts=None, rescale
     max_steps = check_int("max_steps", max_steps, minimum=1)
     if escape_tol is None and rescaled:
         escape_tol = 1e6
-    events = dict(collapse_tol=_check_tol("collapse_tol", collapse_tol, 0.0, 1.0),
-                  escape_tol=_check_tol("escape_tol", escape_tol, 1.0, np.inf),
-                  loss_tol=_check_tol("loss_tol", loss_tol, 0.0, np.inf))
+    events = dict(
+        collapse_tol=_check_tol("collapse_tol", collapse_tol, 0.0, 1.0),
+        escape_tol=_check_tol("escape_tol", escape_tol, 1.0, np.inf),
+        loss_tol=_check_tol("loss_tol", loss_tol, 0.0, np.inf),
+    )
     config = dict(loss=loss, rescaled=rescaled, rtol=rtol, atol=atol, max_steps=max_steps, **events)
     if backend == "diffrax":
         if solver is None:
             solver = "tsit5"
         if isinstance(solver, str):
             if solver not in DIFFRAX_SOLVERS:
-                raise ValueError(f"`solver` must be one of {sorted(DIFFRAX_SOLVERS)} or a diffrax "
-                                 f"solver for backend='diffrax'; got {solver!r}.")
+                raise ValueError(
+                    f"`solver` must be one of {sorted(DIFFRAX_SOLVERS)} or a diffrax "
+                    f"solver for backend='diffrax'; got {solver!r}."
+                )
             solver = DIFFRAX_SOLVERS[solver]()
         if not isinstance(solver, diffrax.AbstractSolver):
-            raise ValueError(f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}.")
+            raise ValueError(
+                f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
+            )
         return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, **config)
     if backend == "scipy":
         solver = "LSODA" if solver is None else solver
         if solver not in SCIPY_SOLVERS:
-            raise ValueError(f"`solver` must be one of {SCIPY_SOLVERS} for backend='scipy'; "
-                             f"got {solver!r}.")
+            raise ValueError(
+                f"`solver` must be one of {SCIPY_SOLVERS} for backend='scipy'; got {solver!r}."
+            )
         if is_traced((method, data, theta0, ts, t1)):
-            raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
+            raise ValueError(
+                "backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'."
+            )
         return _solve_scipy(method, data, theta0, ts, t1, solver=solver, **config)
     raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
 
@@ -174,17 +203,34 @@ def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
     if collapse_tol is not None:
         out.append((lambda y: jnp.linalg.norm(y) / norm0 - collapse_tol, -1, Status.COLLAPSED))
     if escape_tol is not None:
-        out.append((lambda y: jnp.log(jnp.linalg.norm(y) / norm0) - np.log(escape_tol), +1,
-                    Status.ESCAPED))
+        out.append(
+            (lambda y: jnp.log(jnp.linalg.norm(y) / norm0) - np.log(escape_tol), +1, Status.ESCAPED)
+        )
     if loss_tol is not None:
-        out.append((lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1,
-                    Status.CONVERGED))
+        out.append(
+            (lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1, Status.CONVERGED)
+        )
     return out
 
 
 @eqx.filter_jit
-def _solve_diffrax(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, atol, max_steps,
-                   collapse_tol, escape_tol, loss_tol):
+def _solve_diffrax(
+    method,
+    data,
+    theta0,
+    ts,
+    t1,
+    *,
+    solver,
+    loss,
+    rescaled,
+    rtol,
+    atol,
+    max_steps,
+    collapse_tol,
+    escape_tol,
+    loss_tol,
+):
     f = field(method, data, loss, rescaled)
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
     conds = [(lambda t, y, args, c=c, **kw: c(y)) for c, _, _ in events]
@@ -193,15 +239,27 @@ def _solve_diffrax(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol
     codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])
     # The root finder locates event times on the dense interpolant, far below the
     # solver's own error, so event times are accurate to the solver's accuracy.
-    event = diffrax.Event(conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12),
-                          direction=directions)
+    event = diffrax.Event(
+        conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12), direction=directions
+    )
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
-    controller = diffrax.PIDController(rtol=rtol, atol=atol, pcoeff=0.4,
-                                       icoeff=0.3 if implicit else 1.0)
+    controller = diffrax.PIDController(
+        rtol=rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0
+    )
     sol = diffrax.diffeqsolve(
-        diffrax.ODETerm(lambda t, y, args: f(t, y)), solver, t0=0.0, t1=t1, dt0=None, y0=theta0,
-        saveat=diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)]), stepsize_controller=controller, event=event,
-        max_steps=max_steps, throw=False,
+        diffrax.ODETerm(lambda t, y, args: f(t, y)),
+        solver,
+        t0=0.0,
+        t1=t1,
+        dt0=None,
+        y0=theta0,
+        # Two sub-saves: the state at the requested ts, and the final state (at t1
+        # or at the event), which diffrax would otherwise mix into the ts buffer.
+        saveat=diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)]),
+        stepsize_controller=controller,
+        event=event,
+        max_steps=max_steps,
+        throw=False,
     )
     (_, t_end), (thetas, theta_end) = sol.ts, sol.ys
     t_end, theta_end = t_end[0], theta_end[0]
@@ -209,14 +267,28 @@ def _solve_diffrax(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol
     event_code = jnp.sum(jnp.where(mask, codes, 0))
     result = sol.result
     status = jnp.where(
-        result == diffrax.RESULTS.successful, Status.OK,
-        jnp.where(result == diffrax.RESULTS.event_occurred, event_code,
-                  jnp.where(result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS,
-                            Status.NONFINITE)))
+        result == diffrax.RESULTS.successful,
+        Status.OK,
+        jnp.where(
+            result == diffrax.RESULTS.event_occurred,
+            event_code,
+            jnp.where(
+                result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.NONFINITE
+            ),
+        ),
+    )
     status = jnp.where(is_finite(theta_end), status, Status.NONFINITE)
-    return make_trajectory(ts, thetas, data, loss, status=status, t_end=t_end,
-                           theta_end=theta_end, n_steps=sol.stats["num_steps"],
-                           n_rejected=sol.stats["num_rejected_steps"])
+    return make_trajectory(
+        ts,
+        thetas,
+        data,
+        loss,
+        status=status,
+        t_end=t_end,
+        theta_end=theta_end,
+        n_steps=sol.stats["num_steps"],
+        n_rejected=sol.stats["num_rejected_steps"],
+    )
 
 
 @eqx.filter_jit
@@ -226,20 +298,37 @@ def _flat_field(method, data, t, y, *, shape, loss, rescaled):
 
 @eqx.filter_jit
 def _flat_jacobian(method, data, t, y, *, shape, loss, rescaled):
-    return jax.jacfwd(lambda z: _flat_field(method, data, t, z, shape=shape, loss=loss,
-                                            rescaled=rescaled))(y)
+    return jax.jacfwd(
+        lambda z: _flat_field(method, data, t, z, shape=shape, loss=loss, rescaled=rescaled)
+    )(y)
 
 
-def _solve_scipy(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, atol, max_steps,
-                 collapse_tol, escape_tol, loss_tol):
+def _solve_scipy(
+    method,
+    data,
+    theta0,
+    ts,
+    t1,
+    *,
+    solver,
+    loss,
+    rescaled,
+    rtol,
+    atol,
+    max_steps,
+    collapse_tol,
+    escape_tol,
+    loss_tol,
+):
     shape = theta0.shape
     kw = dict(shape=shape, loss=loss, rescaled=rescaled)
     fun = lambda t, y: np.asarray(_flat_field(method, data, t, y, **kw))  # noqa: E731
     jac = lambda t, y: np.asarray(_flat_jacobian(method, data, t, y, **kw))  # noqa: E731
 
     scipy_events, codes = [], []
-    for c, direction, code in _event_functions(data, loss, theta0, collapse_tol, escape_tol,
-                                               loss_tol):
+    for c, direction, code in _event_functions(
+        data, loss, theta0, collapse_tol, escape_tol, loss_tol
+    ):
         c = jax.jit(c)
         ev = lambda t, y, c=c: float(c(y.reshape(shape)))  # noqa: E731
         ev.terminal, ev.direction = True, direction
@@ -258,8 +347,16 @@ def _solve_scipy(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, 
 
     implicit = solver in ("LSODA", "Radau", "BDF")
     sol = scipy.integrate.solve_ivp(
-        fun, (0.0, float(t1)), np.asarray(theta0).ravel(), method=solver, rtol=rtol, atol=atol,
-        jac=jac if implicit else None, events=scipy_events, dense_output=True)
+        fun,
+        (0.0, float(t1)),
+        np.asarray(theta0).ravel(),
+        method=solver,
+        rtol=rtol,
+        atol=atol,
+        jac=jac if implicit else None,
+        events=scipy_events,
+        dense_output=True,
+    )
     theta_end = sol.y[:, -1]
     t_end = sol.t[-1]
     if sol.status == 0:
@@ -276,6 +373,14 @@ def _solve_scipy(method, data, theta0, ts, t1, *, solver, loss, rescaled, rtol, 
     inside = tsn <= t_end
     if inside.any():
         thetas[inside] = sol.sol(tsn[inside]).T.reshape(-1, *shape)
-    return make_trajectory(tsn, jnp.asarray(thetas), data, loss, status=status, t_end=t_end,
-                           theta_end=jnp.asarray(theta_end.reshape(shape)),
-                           n_steps=len(sol.t) - 1, n_rejected=-1)
+    return make_trajectory(
+        tsn,
+        jnp.asarray(thetas),
+        data,
+        loss,
+        status=status,
+        t_end=t_end,
+        theta_end=jnp.asarray(theta_end.reshape(shape)),
+        n_steps=len(sol.t) - 1,
+        n_rejected=-1,
+    )

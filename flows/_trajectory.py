@@ -83,8 +83,20 @@ class Trajectory(eqx.Module):
         return self.ts <= jnp.expand_dims(self.t_end, -1)
 
 
-def make_trajectory(ts, thetas, data: Dataset, loss: str, *, status, t_end, theta_end,
-                    n_steps, n_rejected, n_switches=0, t_sliding=0.0) -> Trajectory:
+def make_trajectory(
+    ts,
+    thetas,
+    data: Dataset,
+    loss: str,
+    *,
+    status,
+    t_end,
+    theta_end,
+    n_steps,
+    n_rejected,
+    n_switches=0,
+    t_sliding=0.0,
+) -> Trajectory:
     """Build a :class:`Trajectory`, computing β and the loss from the saved θ.
 
     Saved states at times after ``t_end`` are replaced by NaN so that no value is
@@ -96,8 +108,16 @@ def make_trajectory(ts, thetas, data: Dataset, loss: str, *, status, t_end, thet
     b = beta(thetas)
     loss_values = jnp.mean(loss_fn(loss, jax.vmap(margins, (0, None))(thetas, data)), axis=-1)
     as_int = lambda x: jnp.asarray(x, dtype=jnp.int64)  # noqa: E731
-    return Trajectory(ts=ts, thetas=thetas, beta=b, loss=loss_values, status=as_int(status),
-                      t_end=jnp.asarray(t_end, dtype=jnp.float64), theta_end=theta_end,
-                      n_steps=as_int(n_steps), n_rejected=as_int(n_rejected),
-                      n_switches=as_int(n_switches),
-                      t_sliding=jnp.asarray(t_sliding, dtype=jnp.float64))
+    return Trajectory(
+        ts=ts,
+        thetas=thetas,
+        beta=b,
+        loss=loss_values,
+        status=as_int(status),
+        t_end=jnp.asarray(t_end, dtype=jnp.float64),
+        theta_end=theta_end,
+        n_steps=as_int(n_steps),
+        n_rejected=as_int(n_rejected),
+        n_switches=as_int(n_switches),
+        t_sliding=jnp.asarray(t_sliding, dtype=jnp.float64),
+    )
