@@ -80,6 +80,7 @@ def solve(
     collapse_tol: float | None = 1e-6,
     escape_tol: float | None = None,
     loss_tol: float | None = None,
+    dense: bool = False,
 ) -> Trajectory:
     r"""Integrate :math:`\dot\theta=-\nabla\mathcal L(\theta+\varepsilon(\theta))` from ``theta0``.
 
@@ -120,6 +121,9 @@ def solve(
         escape_tol: relative escape threshold > 1, or None for no event. Default:
             1e6 for the rescaled flow, no event for the plain flow.
         loss_tol: loss threshold > 0, or None (default) for no event.
+        dense: keep the solver's dense interpolant (diffrax only), so that
+            ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in
+            ``[0, t_end]`` (used to locate switch times by root-finding).
 
     Returns:
         A :class:`Trajectory` with ``status``, ``t_end``, ``n_steps`` and ``n_rejected``.
@@ -137,6 +141,8 @@ def solve(
         raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
     theta0 = check_theta(theta0, data)
     loss = check_loss(loss)
+    if not isinstance(dense, bool):
+        raise ValueError(f"`dense` must be True or False; got {dense!r}.")
     if not isinstance(rescaled, bool):
         raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
     if rescaled and data.n != 1:
@@ -173,7 +179,7 @@ def solve(
             raise ValueError(
                 f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
             )
-        return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, **config)
+        return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, dense=dense, **config)
     if backend == "scipy":
         solver = "LSODA" if solver is None else solver
         if solver not in SCIPY_SOLVERS:
@@ -184,6 +190,8 @@ def solve(
             raise ValueError(
                 "backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'."
             )
+        if dense:
+            raise ValueError("`dense=True` is supported by backend='diffrax' only.")
         return _solve_scipy(method, data, theta0, ts, t1, solver=solver, **config)
     raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
 
@@ -230,6 +238,7 @@ def _solve_diffrax(
     collapse_tol,
     escape_tol,
     loss_tol,
+    dense,
 ):
     f = field(method, data, loss, rescaled)
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
@@ -255,7 +264,9 @@ def _solve_diffrax(
         y0=theta0,
         # Two sub-saves: the state at the requested ts, and the final state (at t1
         # or at the event), which diffrax would otherwise mix into the ts buffer.
-        saveat=diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)]),
+        saveat=diffrax.SaveAt(
+            subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)], dense=dense
+        ),
         stepsize_controller=controller,
         event=event,
         max_steps=max_steps,
@@ -288,6 +299,7 @@ def _solve_diffrax(
         theta_end=theta_end,
         n_steps=sol.stats["num_steps"],
         n_rejected=sol.stats["num_rejected_steps"],
+        interpolation=sol.interpolation if dense else None,
     )
 
 

@@ -1,5 +1,6 @@
 """The result type shared by every backend and by the discrete updates."""
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -58,6 +59,8 @@ class Trajectory(eqx.Module):
             i.e. scipy).
         n_switches: switching events of a nonsmooth (ℓ∞-SAM) flow; 0 otherwise.
         t_sliding: time spent sliding on switching surfaces (ℓ∞-SAM); 0 otherwise.
+        interpolation: the solver's dense output when solved with ``dense=True``
+            (diffrax), else None; see :meth:`evaluate`.
     """
 
     ts: jax.Array
@@ -71,6 +74,13 @@ class Trajectory(eqx.Module):
     n_rejected: jax.Array
     n_switches: jax.Array
     t_sliding: jax.Array
+    interpolation: diffrax.DenseInterpolation | None = None
+
+    def evaluate(self, t):
+        """θ(t) from the dense output, for ``0 <= t <= t_end`` (needs ``dense=True``)."""
+        if self.interpolation is None:
+            raise ValueError("`evaluate` needs a trajectory solved with dense=True (diffrax).")
+        return self.interpolation.evaluate(t)
 
     @property
     def status_name(self):
@@ -96,6 +106,7 @@ def make_trajectory(
     n_rejected,
     n_switches=0,
     t_sliding=0.0,
+    interpolation=None,
 ) -> Trajectory:
     """Build a :class:`Trajectory`, computing β and the loss from the saved θ.
 
@@ -120,4 +131,5 @@ def make_trajectory(
         n_rejected=as_int(n_rejected),
         n_switches=as_int(n_switches),
         t_sliding=jnp.asarray(t_sliding, dtype=jnp.float64),
+        interpolation=interpolation,
     )
