@@ -99,24 +99,55 @@ class LinfSAM(AbstractMethod):
     r"""ℓ∞-SAM: :math:`\varepsilon=\rho\,\mathrm{sign}(g)`, elementwise over all weights.
 
     The resulting flow is discontinuous where a component of :math:`g` changes
-    sign (a Filippov system, science.md §3).
+    sign: a Filippov system (science.md §3, issue 3), which :func:`flows.solve`
+    integrates with located switch events and sliding modes, the control
+    :math:`u\in[-1,1]^{L\times d}` on a switching surface being the equivalent
+    control (``flows._filippov``). With ``delta`` the sign is regularised,
+    :math:`u=\tanh(g/\delta)`, a smooth field that any ODE solver can take and
+    that tends to the Filippov flow as :math:`\delta\to0`.
 
     Arguments:
         rho: radius :math:`\rho\ge0`.
+        delta: regularisation :math:`\delta>0` of the sign, or None (default) for
+            the exact sign. It acts on the true gradient :math:`g`
+            (``grad_scale * grad``), so a regularised rescaled flow depends on
+            the loss.
 
     >>> import flows
     >>> flows.LinfSAM(0.1).rho.item()
     0.1
+    >>> flows.LinfSAM(0.1, delta=1e-3).control(1e-3, 1.0).item()  # tanh(1)
+    0.7615941559557649
     """
 
     rho: jax.Array
+    delta: jax.Array | None
 
-    def __init__(self, rho):
+    def __init__(self, rho, delta=None):
         self.rho = check_scalar("rho", rho, nonnegative=True)
+        self.delta = None if delta is None else check_scalar("delta", delta, positive=True)
+
+    @property
+    def scale_free(self) -> bool:
+        """Only the exact sign ignores the size of :math:`g`."""
+        return self.delta is None
+
+    def control(self, grad, grad_scale=1.0):
+        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)`.
+
+        Here :math:`g` = ``grad_scale * grad`` is the true gradient.
+        """
+        if self.delta is None:
+            return jnp.sign(grad)  # grad_scale > 0 does not change the sign
+        return jnp.tanh(grad_scale * grad / self.delta)
+
+    def perturbation_from_control(self, u):
+        r""":math:`\varepsilon=\rho\,u` for a control :math:`u\in[-1,1]^{L\times d}`."""
+        return self.rho * u
 
     def perturbation(self, theta, grad, t, grad_scale=1.0):
-        del theta, t, grad_scale
-        return self.rho * jnp.sign(grad)
+        del theta, t
+        return self.perturbation_from_control(self.control(grad, grad_scale))
 
 
 class LESAM(AbstractMethod):

@@ -14,7 +14,7 @@ import scipy.integrate
 
 from ._config import as_float64
 from ._dynamics import field, is_finite
-from ._methods import AbstractMethod
+from ._methods import AbstractMethod, LinfSAM
 from ._problem import Dataset, check_loss, check_theta, objective
 from ._trajectory import Status, Trajectory, make_trajectory
 from ._validate import check_int, check_scalar, is_traced
@@ -179,6 +179,12 @@ def solve(
             raise ValueError(
                 f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
             )
+        if _is_filippov(method):
+            from ._filippov import solve_filippov_diffrax
+
+            if dense:
+                raise ValueError("`dense=True` is not supported for the Filippov ℓ∞-SAM flow.")
+            return solve_filippov_diffrax(method, data, theta0, ts, t1, solver=solver, **config)
         return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, dense=dense, **config)
     if backend == "scipy":
         solver = "LSODA" if solver is None else solver
@@ -194,6 +200,11 @@ def solve(
             raise ValueError("`dense=True` is supported by backend='diffrax' only.")
         return _solve_scipy(method, data, theta0, ts, t1, solver=solver, **config)
     raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
+
+
+def _is_filippov(method) -> bool:
+    """ℓ∞-SAM with the exact sign is integrated as a Filippov system (issue 3)."""
+    return isinstance(method, LinfSAM) and method.delta is None
 
 
 def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):

@@ -1,0 +1,332 @@
+r"""ℓ∞-SAM flows as Filippov systems (issue 3).
+
+With the control :math:`u\in[-1,1]^{L\times d}` the ℓ∞-SAM field is
+
+.. math::
+    f(\theta,u) = -\nabla\mathcal L(\theta+\rho\,u)\quad\text{(flow)},\qquad
+    f(\theta,u) = \nabla m(\theta+\rho\,u)\quad\text{(rescaled flow)},
+
+and off the switching surfaces :math:`u=\mathrm{sign}(h(\theta))`, where the
+switching functions :math:`h_k` are the gradient components handed to the sign
+rule: :math:`h=\nabla\mathcal L` (flow) or :math:`h=-\nabla m` (rescaled flow;
+same sign, since :math:`-\ell'>0`). For a single example with :math:`\mu>0` the
+surfaces :math:`h_k=0` are coordinate hyperplanes of the other layers' weights;
+for general data they are curved.
+
+The field is integrated piecewise. Each *mode* fixes a sign :math:`\sigma_k`
+for every component off its surface and a sliding set :math:`S`; on :math:`S`
+the control is the equivalent control :math:`u_S(\theta)`, the solution of
+
+.. math::
+    \dot h_S = \nabla h_S(\theta)\, f(\theta,u) = 0
+    \qquad (u_k=\sigma_k,\ k\notin S),
+
+found by Newton's method (``jax.jacfwd`` gives the Jacobian; the system is
+affine in each :math:`u_k` for the rescaled flow). A smooth segment ends at an
+event, located by root-finding on the solver's dense output: some
+:math:`\sigma_k h_k` reaches 0 (a component meets its surface) or some
+:math:`|u_k|`, :math:`k\in S`, reaches 1 (the equivalent control saturates, so
+the motion leaves the surface). At an event the new mode comes from an active
+set iteration on the candidates (the sliding set plus the components at their
+surfaces): solve for the equivalent control, release the component that violates
+:math:`|u_k|\le1` most to the side it moves into, repeat. A released component
+whose sign flips has crossed its surface; one with :math:`|u_k|<1` slides.
+
+Selection note. Where :math:`f` is affine in each :math:`u_k` (the rescaled
+single-example flow: :math:`\nabla m` is multilinear in :math:`\hat\theta`), the
+equivalent control gives exactly Filippov's convex combination, hence the
+:math:`\eta\to0` limit of the discrete iterates. For the plain flow the factor
+:math:`\ell'(m(\hat\theta))` is not affine in :math:`u`: on one surface the two
+constructions give the same path on slightly different clocks (single example),
+and where two surfaces of coupled weights intersect (a dead coordinate
+:math:`w^{(1)}_j=w^{(2)}_j=0`) Filippov's set is not a single vector and the
+discrete limit depends on how the chattering signs correlate (balanced
+iterates: perfectly), which the equivalent control (:math:`u=0`) does not model.
+
+The loop over segments is a ``lax.while_loop`` over ``diffrax.diffeqsolve``
+calls, so the solve is jit- and vmap-able; the same mode logic drives an eager
+``scipy.integrate.solve_ivp`` segment loop, the independent reference.
+"""
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import optimistix as optx
+from jax import lax
+
+from ._dynamics import _grad_margin, _grad_objective, rescaled_velocity, velocity
+from ._methods import AbstractMethod, LinfSAM
+from ._trajectory import Status, make_trajectory
+
+# At an event, a component is at its surface when the time it needs to reach it,
+# |h_k| / |dh_k/dt|, is below _SURFACE_TOL * (1 + t): simultaneous switches (a
+# balanced pair of weights) are handled as one event.
+_SURFACE_TOL = 1e-9
+# An equivalent control with |u_k| <= 1 + _CONTROL_TOL is admissible (sliding).
+_CONTROL_TOL = 1e-9
+_NEWTON_ITERS = 6
+_BIG = 1e3  # the value of a masked-out event condition
+_CONTINUE = -1  # status while segments remain
+
+
+class _Controlled(AbstractMethod):
+    r"""The ℓ∞-SAM rule at a given control: :math:`\varepsilon=\rho\,u` (no sign)."""
+
+    method: LinfSAM
+    u: jax.Array
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta, grad, t, grad_scale
+        return self.method.perturbation_from_control(self.u)
+
+
+class _System(eqx.Module):
+    r"""The switching functions :math:`h(\theta)` and the field :math:`f(\theta,u)`."""
+
+    method: LinfSAM
+    data: object
+    loss: str = eqx.field(static=True)
+    rescaled: bool = eqx.field(static=True)
+
+    def h(self, theta):
+        """The gradient handed to the sign rule, shape (L, d)."""
+        if self.rescaled:
+            return -_grad_margin(theta, self.data)
+        return _grad_objective(theta, self.data, self.loss)
+
+    def f(self, t, theta, u):
+        """The field at control ``u`` (the perturbation ρu), shape (L, d)."""
+        v = rescaled_velocity if self.rescaled else velocity
+        return v(_Controlled(self.method, u), self.data, self.loss, theta, t)
+
+    def hdot(self, t, theta, u):
+        r""":math:`\dot h=\nabla h(\theta)\,f(\theta,u)`, shape (L, d)."""
+        return jax.jvp(self.h, (theta,), (self.f(t, theta, u),))[1]
+
+    def equivalent_control(self, t, theta, sigma, sliding):
+        r"""Solve :math:`\dot h_S(\theta,u)=0` for :math:`u_S` (Newton), :math:`u_k=\sigma_k` off S.
+
+        Returns ``(u, b)`` with ``b`` the diagonal of :math:`\partial\dot h/\partial u`
+        (negative on an attracting surface).
+        """
+        shape = theta.shape
+        mask = sliding.ravel()
+        eye = jnp.eye(mask.shape[0])
+        both = mask[:, None] & mask[None, :]
+
+        def residual(uf):
+            return self.hdot(t, theta, uf.reshape(shape)).ravel()
+
+        def newton(_, carry):
+            uf, _ = carry
+            r, jac = residual(uf), jax.jacfwd(residual)(uf)
+            a = jnp.where(both, jac, eye)
+            du = jnp.linalg.solve(a, -jnp.where(mask, r, 0.0))
+            return uf + jnp.where(mask, du, 0.0), jnp.diagonal(jac)
+
+        u0 = jnp.where(mask, 0.0, sigma.ravel())
+        uf, b = lax.fori_loop(0, _NEWTON_ITERS, newton, (u0, jnp.zeros_like(u0)))
+        return uf.reshape(shape), b.reshape(shape)
+
+    def control(self, t, theta, sigma, sliding):
+        """The control of the current mode."""
+        u, _ = self.equivalent_control(t, theta, sigma, sliding)
+        return jnp.where(sliding, u, sigma)
+
+    def switch_condition(self, t, theta, sigma, sliding, h_ref):
+        r"""min over components of :math:`\sigma_k(h_k-h^{\rm ref}_k)` (off S) and
+        :math:`1-|u_k|` (on S): an event when it reaches 0.
+
+        ``h_ref`` is :math:`h_k` at the start of the segment for the components just
+        released from their surface (0 otherwise), so that those start exactly at 0
+        and move into their side, instead of re-triggering at a rounding error.
+        """
+        cross = jnp.where(sliding, _BIG, sigma * (self.h(theta) - h_ref))
+        u, _ = self.equivalent_control(t, theta, sigma, sliding)
+        leave = jnp.where(sliding, 1.0 + _CONTROL_TOL - jnp.abs(u), _BIG)
+        return jnp.minimum(jnp.min(cross), jnp.min(leave))
+
+    def decide(self, t, theta, sigma, sliding):
+        r"""The mode after an event at ``theta`` (active-set iteration, see module doc).
+
+        Candidates are the sliding set and every component at its surface. While
+        some candidate has :math:`|u_k|>1`, the worst one is released to the side
+        :math:`\sigma_k=\mathrm{sign}(u_k)` (or the opposite on a repelling surface,
+        :math:`\partial\dot h_k/\partial u_k>0`), where its field points away.
+        Returns ``(sigma, sliding, h_ref)``, ``h_ref`` as in :meth:`switch_condition`.
+        """
+        h = self.h(theta)
+        speed = jnp.abs(self.hdot(t, theta, self.control(t, theta, sigma, sliding)))
+        at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (1.0 + jnp.abs(t)) * speed)
+        candidates = sliding | at_surface
+
+        def release(_, carry):
+            sigma, cand = carry
+            u, b = self.equivalent_control(t, theta, sigma, cand)
+            excess = jnp.where(cand, jnp.abs(u) - 1.0, -jnp.inf).ravel()
+            k = jnp.argmax(excess)
+            worst = jnp.zeros_like(excess, dtype=bool).at[k].set(excess[k] > _CONTROL_TOL)
+            worst = worst.reshape(sigma.shape)
+            side = jnp.sign(u) * jnp.where(b > 0, -1.0, 1.0)
+            return jnp.where(worst, side, sigma), cand & ~worst
+
+        sigma, cand = lax.fori_loop(0, sigma.size, release, (sigma, candidates))
+        return sigma, cand, jnp.where(candidates & ~cand, h, 0.0)
+
+    def initial_mode(self, t, theta):
+        """The mode at the initial state: signs of h, then :meth:`decide` at the surfaces."""
+        sigma = jnp.where(self.h(theta) >= 0, 1.0, -1.0)
+        return self.decide(t, theta, sigma, jnp.zeros(theta.shape, dtype=bool))
+
+
+def system(method, data, loss, rescaled) -> _System:
+    """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``."""
+    return _System(method, data, loss, rescaled)
+
+
+@eqx.filter_jit
+def solve_filippov_diffrax(
+    method,
+    data,
+    theta0,
+    ts,
+    t1,
+    *,
+    solver,
+    loss,
+    rescaled,
+    rtol,
+    atol,
+    max_steps,
+    collapse_tol,
+    escape_tol,
+    loss_tol,
+):
+    r"""Integrate the Filippov ℓ∞-SAM flow: a ``lax.while_loop`` over smooth segments.
+
+    The stopping events are those of :func:`flows.solve`. Each segment is one
+    ``diffeqsolve`` in a fixed mode, ended by a switch event, a stopping event or
+    ``t1``; its step budget is ``max_steps``, and the loop stops with ``max_steps``
+    once the segments together spent it.
+    """
+    from ._solve import _event_functions  # (_solve imports this module lazily)
+
+    events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
+    sys = system(method, data, loss, rescaled)
+    term = diffrax.ODETerm(lambda t, y, args: sys.f(t, y, sys.control(t, y, *args[:2])))
+    conds = [lambda t, y, args, **kw: sys.switch_condition(t, y, *args)]
+    conds += [(lambda t, y, args, c=c, **kw: c(y)) for c, _, _ in events]
+    conds.append(lambda t, y, args, **kw: ~jnp.all(jnp.isfinite(y)))
+    directions = [False] + [{-1: False, +1: True}[s] for _, s, _ in events] + [None]
+    codes = jnp.array([0] + [code for _, _, code in events] + [Status.NONFINITE])
+    event = diffrax.Event(
+        conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12), direction=directions
+    )
+    implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
+    controller = diffrax.PIDController(
+        rtol=rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0
+    )
+
+    def segment(carry):
+        (t0, theta, sigma, sliding, h_ref, thetas, status, steps, rejected, switches, t_slide) = (
+            carry
+        )
+        sol = diffrax.diffeqsolve(
+            term,
+            solver,
+            t0=t0,
+            t1=t1,
+            dt0=None,
+            y0=theta,
+            args=(sigma, sliding, h_ref),
+            saveat=diffrax.SaveAt(
+                subs=[diffrax.SubSaveAt(ts=jnp.clip(ts, t0, t1)), diffrax.SubSaveAt(t1=True)]
+            ),
+            stepsize_controller=controller,
+            event=event,
+            max_steps=max_steps,
+            throw=False,
+        )
+        (_, t_end), (saved, theta_end) = sol.ts, sol.ys
+        t_end, theta_end = t_end[0], theta_end[0]
+        inside = (ts >= t0) & (ts <= t_end)
+        thetas = jnp.where(inside[:, None, None], saved, thetas)
+        mask = jnp.stack([jnp.asarray(m) for m in sol.event_mask])
+        # A stopping event in the same step as a switch wins (diffrax locates one time
+        # for all the events that fired in a step).
+        switched = mask[0] & ~jnp.any(mask[1:]) & (sol.result == diffrax.RESULTS.event_occurred)
+        code = jnp.where(
+            sol.result == diffrax.RESULTS.successful,
+            Status.OK,
+            jnp.where(
+                sol.result == diffrax.RESULTS.event_occurred,
+                jnp.where(switched, _CONTINUE, jnp.max(jnp.where(mask, codes, 0))),
+                jnp.where(
+                    sol.result == diffrax.RESULTS.max_steps_reached,
+                    Status.MAX_STEPS,
+                    Status.NONFINITE,
+                ),
+            ),
+        )
+        # A stopping condition can also be crossed inside the step that overshoots a
+        # switching surface (‖θ‖ is not monotone across it) and be missed there; the
+        # switch event then lands on the far side, so check the stopping conditions
+        # at every switch state too.
+        for c, direction, status_code in reversed(events):
+            value = c(theta_end)
+            crossed = value <= 0 if direction < 0 else value >= 0
+            code = jnp.where((code == _CONTINUE) & crossed, status_code, code)
+        steps = steps + sol.stats["num_steps"]
+        code = jnp.where((code == _CONTINUE) & (steps >= max_steps), Status.MAX_STEPS, code)
+        code = jnp.where(jnp.all(jnp.isfinite(theta_end)), code, Status.NONFINITE)
+        t_slide = t_slide + jnp.where(jnp.any(sliding), t_end - t0, 0.0)
+        new_sigma, new_sliding, new_ref = sys.decide(t_end, theta_end, sigma, sliding)
+        sigma = jnp.where(switched, new_sigma, sigma)
+        sliding = jnp.where(switched, new_sliding, sliding)
+        h_ref = jnp.where(switched, new_ref, h_ref)
+        return (
+            t_end,
+            theta_end,
+            sigma,
+            sliding,
+            h_ref,
+            thetas,
+            code,
+            steps,
+            rejected + sol.stats["num_rejected_steps"],
+            switches + switched,
+            t_slide,
+        )
+
+    sigma0, sliding0, h_ref0 = sys.initial_mode(0.0, theta0)
+    thetas0 = jnp.broadcast_to(theta0, (ts.shape[0], *theta0.shape))
+    zero = jnp.zeros((), dtype=jnp.int64)
+    carry = (
+        jnp.asarray(0.0),
+        theta0,
+        sigma0,
+        sliding0,
+        h_ref0,
+        thetas0,
+        jnp.asarray(_CONTINUE, dtype=jnp.int64),
+        zero,
+        zero,
+        zero,
+        jnp.asarray(0.0),
+    )
+    carry = lax.while_loop(lambda c: c[6] == _CONTINUE, segment, carry)
+    (t_end, theta_end, _, _, _, thetas, status, steps, rejected, switches, t_slide) = carry
+    return make_trajectory(
+        ts,
+        thetas,
+        data,
+        loss,
+        status=status,
+        t_end=t_end,
+        theta_end=theta_end,
+        n_steps=steps,
+        n_rejected=rejected,
+        n_switches=switches,
+        t_sliding=t_slide,
+    )
