@@ -1,0 +1,224 @@
+"""The sweep engine: agreement with direct solves, static parameters, failed points,
+the cache (hit, miss on any configuration change) and resume after a killed process.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import flows
+
+MU = jnp.array([1.0, 2.0, 3.0])
+DATA = flows.single_example(MU)
+TS = jnp.linspace(0.0, 8.0, 9)
+
+
+def point(alpha, rho):
+    """Rescaled ℓ2-SAM flow at L = 2, reduced to a few small arrays."""
+    traj = flows.solve(
+        flows.L2SAM(rho), DATA, flows.balanced_init(alpha, 2, 3), t1=8.0, ts=TS, rescaled=True
+    )
+    return {"status": traj.status, "t_end": traj.t_end, "beta": traj.beta}
+
+
+ALPHAS = np.array([0.02, 0.2, 1.0])
+RHOS = np.array([0.1, 0.5])
+
+
+@pytest.fixture(scope="module")
+def small_sweep():
+    return flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, chunk_size=4, progress=False)
+
+
+def test_grid_shape_and_agreement_with_direct_solves(small_sweep):
+    r = small_sweep
+    assert r["status"].shape == (3, 2)
+    assert r["beta"].shape == (3, 2, 9, 3)
+    assert not r["failed"].any()
+    assert r.n_chunks == 2  # 6 points in chunks of 4, the last one padded
+    for i, j in [(0, 1), (2, 0), (1, 1)]:
+        traj = flows.solve(
+            flows.L2SAM(RHOS[j]),
+            DATA,
+            flows.balanced_init(ALPHAS[i], 2, 3),
+            t1=8.0,
+            ts=TS,
+            rescaled=True,
+        )
+        assert r["status"][i, j] == traj.status
+        np.testing.assert_allclose(r["t_end"][i, j], traj.t_end, rtol=1e-12)
+        np.testing.assert_allclose(r["beta"][i, j], traj.beta, rtol=1e-10, equal_nan=True)
+    # both regimes appear, so the spot checks cover collapse and escape
+    assert {int(flows.Status.COLLAPSED), int(flows.Status.ESCAPED)} <= set(r["status"].ravel())
+
+
+def test_order_and_chunking_do_not_change_results(small_sweep):
+    r = flows.sweep(
+        point,
+        {"alpha": ALPHAS, "rho": RHOS},
+        chunk_size=4,
+        order=lambda p: -p["alpha"] / p["rho"],
+        progress=False,
+    )
+    for name in ("status", "t_end", "beta"):
+        np.testing.assert_array_equal(r[name], small_sweep[name])
+
+
+def test_static_parameters_compile_separately():
+    def depth_point(depth, alpha):
+        theta = flows.balanced_init(alpha, depth, 3)
+        return {"v": flows.rescaled_velocity(flows.L2SAM(0.1), DATA, "logistic", theta)}
+
+    r = flows.sweep(depth_point, {"alpha": [0.3, 0.5]}, static={"depth": [1, 2, 3]}, progress=False)
+    assert r["v"].shape == (3, 2, 3, 3)  # (depth, alpha, L padded to 3, d)
+    for k, depth in enumerate([1, 2, 3]):
+        v = flows.rescaled_velocity(
+            flows.L2SAM(0.1), DATA, "logistic", flows.balanced_init(0.5, depth, 3)
+        )
+        np.testing.assert_allclose(r["v"][k, 1, :depth], v, rtol=1e-14)
+        assert np.isnan(r["v"][k, 1, depth:]).all()
+
+
+def test_vector_parameters_and_zip_grids():
+    def mu_point(mu, alpha):
+        data = flows.Dataset(mu[None, :], jnp.ones(1))
+        return {
+            "grad": flows.velocity(flows.GD(), data, "logistic", flows.balanced_init(alpha, 2, 2))
+        }
+
+    mus = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 1.0]])
+    r = flows.sweep(mu_point, {"mu": mus, "alpha": [0.1, 0.2, 0.3]}, product=False, progress=False)
+    assert r["grad"].shape == (3, 2, 2)
+    direct = flows.velocity(
+        flows.GD(), flows.single_example(mus[1]), "logistic", flows.balanced_init(0.2, 2, 2)
+    )
+    np.testing.assert_allclose(r["grad"][1], direct, rtol=1e-14)
+
+
+def test_one_failing_point_does_not_kill_the_sweep():
+    def fragile(x):
+        x = eqx.error_if(x, x == 3.0, "bad point")
+        return {"y": 2.0 * x, "n": jnp.asarray(1)}
+
+    r = flows.sweep(fragile, {"x": np.arange(8.0)}, chunk_size=4, progress=False)
+    assert r["failed"].tolist() == [False, False, False, True, False, False, False, False]
+    assert np.isnan(r["y"][3]) and r["n"][3] == -1
+    np.testing.assert_array_equal(np.delete(r["y"], 3), 2.0 * np.delete(np.arange(8.0), 3))
+    assert "bad point" in r.manifest["errors"][0][1]
+
+
+def test_cache_hit_miss_and_reload(tmp_path):
+    kw = dict(chunk_size=4, cache_dir=tmp_path, progress=False, compile_cache=False)
+    first = flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, **kw)
+    assert (first.n_computed, first.n_cached) == (2, 0)
+    manifest = json.loads((first.path / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["seed"] == 0
+    assert manifest["code_version"]["flows_source_sha256"]
+    assert manifest["package_versions"]["jax"] and manifest["package_versions"]["diffrax"]
+    assert manifest["config"]["params"]["alpha"] == ALPHAS.tolist()
+
+    again = flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, **kw)  # hit
+    assert again.n_computed == 0 and again.path == first.path
+    np.testing.assert_array_equal(again["beta"], first["beta"])
+    reloaded = flows.load_sweep(first.path)  # redraw without recomputing
+    np.testing.assert_array_equal(reloaded["t_end"], first["t_end"])
+
+    # Any change of configuration is a miss: grid values, seed, config, the function.
+    misses = [
+        flows.sweep(point, {"alpha": ALPHAS * 1.01, "rho": RHOS}, **kw),
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, seed=1, **kw),
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, config={"note": "x"}, **kw),
+    ]
+    scale = 3.0  # a closure constant, invisible in the grid
+
+    def scaled(alpha, rho):
+        return {"t_end": scale * alpha + rho}
+
+    misses.append(flows.sweep(scaled, {"alpha": ALPHAS, "rho": RHOS}, **kw))
+    scale = 2.0
+    misses.append(flows.sweep(scaled, {"alpha": ALPHAS, "rho": RHOS}, **kw))
+    paths = {first.path} | {m.path for m in misses}
+    assert len(paths) == 1 + len(misses)
+    assert all(m.n_computed == m.n_chunks and m.n_cached == 0 for m in misses)
+    assert not np.allclose(misses[-1]["t_end"], misses[-2]["t_end"], equal_nan=True)
+
+
+RESUMABLE = textwrap.dedent(
+    """
+    import json, sys, time
+    import jax, jax.numpy as jnp, numpy as np
+    import flows
+
+    DATA = flows.single_example([1.0, 2.0])
+
+    def slow(x):  # ~0.4 s per chunk on the host, so the test can kill the run partway
+        time.sleep(0.4)
+        return x
+
+    def point(alpha, rho):
+        traj = flows.solve(flows.L2SAM(rho), DATA, flows.balanced_init(alpha, 2, 2), t1=3.0,
+                           rescaled=True)
+        t_end = jax.pure_callback(slow, jax.ShapeDtypeStruct((), jnp.float64), traj.t_end,
+                                  vmap_method="expand_dims")
+        return {"status": traj.status, "t_end": t_end}
+
+    r = flows.sweep(point, {"alpha": np.linspace(0.05, 1.0, 6), "rho": [0.2, 0.6]},
+                    chunk_size=2, cache_dir=sys.argv[1], progress=False)
+    print(json.dumps({"computed": r.n_computed, "cached": r.n_cached, "chunks": r.n_chunks,
+                      "t_end": r["t_end"].tolist()}))
+    """
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_interrupted_sweep_resumes_without_recomputing(tmp_path, sig):
+    script = tmp_path / "run.py"
+    script.write_text(RESUMABLE)
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, str(script), str(cache)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + 90
+    done = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        done = list(cache.glob("*/chunks/*.npz"))
+        if len(done) >= 2:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    finished = len(list(cache.glob("*/chunks/*.npz")))
+    assert 2 <= finished < 6  # killed partway: some chunks cached, not all
+
+    rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    report = json.loads(rerun.stdout.strip().splitlines()[-1])
+    assert report["chunks"] == 6
+    assert report["cached"] == finished  # every finished chunk was reused ...
+    assert report["computed"] == 6 - finished  # ... and only the others were computed
+
+    full = flows.sweep(
+        lambda alpha, rho: {
+            "t_end": flows.solve(
+                flows.L2SAM(rho),
+                flows.single_example([1.0, 2.0]),
+                flows.balanced_init(alpha, 2, 2),
+                t1=3.0,
+                rescaled=True,
+            ).t_end
+        },
+        {"alpha": np.linspace(0.05, 1.0, 6), "rho": [0.2, 0.6]},
+        progress=False,
+    )
+    np.testing.assert_allclose(report["t_end"], full["t_end"], rtol=1e-12)
