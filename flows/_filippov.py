@@ -48,10 +48,13 @@ calls, so the solve is jit- and vmap-able; the same mode logic drives an eager
 ``scipy.integrate.solve_ivp`` segment loop, the independent reference.
 """
 
+import itertools
+
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jax import lax
 
@@ -66,6 +69,11 @@ _SURFACE_TOL = 1e-9
 # An equivalent control with |u_k| <= 1 + _CONTROL_TOL is admissible (sliding).
 _CONTROL_TOL = 1e-9
 _NEWTON_ITERS = 6
+# The plain flow's Filippov field averages f over the 2^M sign vertices of the
+# first M <= MAX_VERTEX_SLIDING sliding components (cost 2^M field evaluations
+# while sliding); further simultaneously sliding components use the equivalent
+# control.
+MAX_VERTEX_SLIDING = 4
 _BIG = 1e3  # the value of a masked-out event condition
 _CONTINUE = -1  # status while segments remain
 
@@ -82,12 +90,14 @@ class _Controlled(AbstractMethod):
 
 
 class _System(eqx.Module):
-    r"""The switching functions :math:`h(\theta)` and the field :math:`f(\theta,u)`."""
+    r"""The switching functions :math:`h(\theta)`, the field :math:`f(\theta,u)` and the
+    Filippov field :math:`F(\theta,v)` of a mode."""
 
     method: LinfSAM
     data: object
     loss: str = eqx.field(static=True)
     rescaled: bool = eqx.field(static=True)
+    n_vertex: int = eqx.field(static=True)  # sliding components averaged over vertices
 
     def h(self, theta):
         """The gradient handed to the sign rule, shape (L, d)."""
@@ -100,14 +110,48 @@ class _System(eqx.Module):
         v = rescaled_velocity if self.rescaled else velocity
         return v(_Controlled(self.method, u), self.data, self.loss, theta, t)
 
-    def hdot(self, t, theta, u):
-        r""":math:`\dot h=\nabla h(\theta)\,f(\theta,u)`, shape (L, d)."""
-        return jax.jvp(self.h, (theta,), (self.f(t, theta, u),))[1]
+    def field(self, t, theta, sigma, sliding, v):
+        r"""The field of a mode at sliding controls ``v``: :math:`F(\theta,v)`.
+
+        .. math::
+            F(\theta,v)=\sum_{p\in\{\pm1\}^M}\prod_{i\le M}\frac{1+p_iv_{k_i}}2\,
+            f(\theta,u_p),
+
+        the average of :math:`f` over independent signs of mean :math:`v_k` on the
+        first :math:`M` sliding components :math:`k_1,\dots,k_M` (the vertex
+        :math:`u_p` puts :math:`p_i` there, :math:`v_k` on the other sliding components
+        and :math:`\sigma_k` off S). On one surface this is Filippov's convex
+        combination; where :math:`f` is multilinear in :math:`u` (rescaled flow) it
+        equals :math:`f(\theta,u)`, and :math:`M=0` is used.
+        """
+        u = jnp.where(sliding, v, sigma)
+        m = self.n_vertex
+        if m == 0:
+            return self.f(t, theta, u)
+        flat = sliding.ravel()
+        idx = jnp.argsort(~flat, stable=True)[:m]  # the first m sliding components
+        valid = flat[idx]
+        patterns = jnp.array(list(itertools.product([-1.0, 1.0], repeat=m)))  # (2^m, m)
+        probs = jnp.where(valid, (1.0 + patterns * v.ravel()[idx]) / 2, (1.0 + patterns) / 2)
+        weights = jnp.prod(probs, axis=1)
+
+        def vertex(p):
+            up = u.ravel().at[idx].set(jnp.where(valid, p, u.ravel()[idx]))
+            return self.f(t, theta, up.reshape(u.shape))
+
+        def average():
+            return jnp.tensordot(weights, jax.vmap(vertex)(patterns), axes=1)
+
+        return lax.cond(jnp.any(flat), average, lambda: self.f(t, theta, u))
+
+    def hdot(self, t, theta, velocity):
+        r""":math:`\dot h=\nabla h(\theta)\,\dot\theta`, shape (L, d)."""
+        return jax.jvp(self.h, (theta,), (velocity,))[1]
 
     def equivalent_control(self, t, theta, sigma, sliding):
-        r"""Solve :math:`\dot h_S(\theta,u)=0` for :math:`u_S` (Newton), :math:`u_k=\sigma_k` off S.
+        r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for :math:`v_S` (Newton).
 
-        Returns ``(u, b)`` with ``b`` the diagonal of :math:`\partial\dot h/\partial u`
+        Returns ``(v, b)`` with ``b`` the diagonal of :math:`\partial\dot h/\partial v`
         (negative on an attracting surface).
         """
         shape = theta.shape
@@ -115,24 +159,28 @@ class _System(eqx.Module):
         eye = jnp.eye(mask.shape[0])
         both = mask[:, None] & mask[None, :]
 
-        def residual(uf):
-            return self.hdot(t, theta, uf.reshape(shape)).ravel()
+        def residual(vf):
+            v = vf.reshape(shape)
+            return self.hdot(t, theta, self.field(t, theta, sigma, sliding, v)).ravel()
 
         def newton(_, carry):
-            uf, _ = carry
-            r, jac = residual(uf), jax.jacfwd(residual)(uf)
+            vf, _ = carry
+            r, jac = residual(vf), jax.jacfwd(residual)(vf)
             a = jnp.where(both, jac, eye)
-            du = jnp.linalg.solve(a, -jnp.where(mask, r, 0.0))
-            return uf + jnp.where(mask, du, 0.0), jnp.diagonal(jac)
+            # Least squares: where several components share one surface (all L weights
+            # of a coordinate j vanish with ∂L/∂β_j) the system is rank-deficient, and
+            # the minimum-norm control is used.
+            dv = jnp.linalg.lstsq(a, -jnp.where(mask, r, 0.0))[0]
+            return vf + jnp.where(mask, dv, 0.0), jnp.diagonal(jac)
 
-        u0 = jnp.where(mask, 0.0, sigma.ravel())
-        uf, b = lax.fori_loop(0, _NEWTON_ITERS, newton, (u0, jnp.zeros_like(u0)))
-        return uf.reshape(shape), b.reshape(shape)
+        v0 = jnp.where(mask, 0.0, sigma.ravel())
+        vf, b = lax.fori_loop(0, _NEWTON_ITERS, newton, (v0, jnp.zeros_like(v0)))
+        return vf.reshape(shape), b.reshape(shape)
 
-    def control(self, t, theta, sigma, sliding):
-        """The control of the current mode."""
-        u, _ = self.equivalent_control(t, theta, sigma, sliding)
-        return jnp.where(sliding, u, sigma)
+    def velocity(self, t, theta, sigma, sliding):
+        """The field of the current mode, sliding components at the equivalent control."""
+        v, _ = self.equivalent_control(t, theta, sigma, sliding)
+        return self.field(t, theta, sigma, sliding, v)
 
     def switch_condition(self, t, theta, sigma, sliding, h_ref):
         r"""min over components of :math:`\sigma_k(h_k-h^{\rm ref}_k)` (off S) and
@@ -157,7 +205,7 @@ class _System(eqx.Module):
         Returns ``(sigma, sliding, h_ref)``, ``h_ref`` as in :meth:`switch_condition`.
         """
         h = self.h(theta)
-        speed = jnp.abs(self.hdot(t, theta, self.control(t, theta, sigma, sliding)))
+        speed = jnp.abs(self.hdot(t, theta, self.velocity(t, theta, sigma, sliding)))
         at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (1.0 + jnp.abs(t)) * speed)
         candidates = sliding | at_surface
 
@@ -180,9 +228,14 @@ class _System(eqx.Module):
         return self.decide(t, theta, sigma, jnp.zeros(theta.shape, dtype=bool))
 
 
-def system(method, data, loss, rescaled) -> _System:
-    """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``."""
-    return _System(method, data, loss, rescaled)
+def system(method, data, loss, rescaled, shape) -> _System:
+    """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``.
+
+    The plain flow averages over the vertices of up to :data:`MAX_VERTEX_SLIDING`
+    sliding components (``shape`` is that of θ); the rescaled flow needs none.
+    """
+    n_vertex = 0 if rescaled else min(MAX_VERTEX_SLIDING, int(np.prod(shape)))
+    return _System(method, data, loss, rescaled, n_vertex)
 
 
 @eqx.filter_jit
@@ -213,15 +266,23 @@ def solve_filippov_diffrax(
     from ._solve import _event_functions  # (_solve imports this module lazily)
 
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
-    sys = system(method, data, loss, rescaled)
-    term = diffrax.ODETerm(lambda t, y, args: sys.f(t, y, sys.control(t, y, *args[:2])))
-    conds = [lambda t, y, args, **kw: sys.switch_condition(t, y, *args)]
-    conds += [(lambda t, y, args, c=c, **kw: c(y)) for c, _, _ in events]
-    conds.append(lambda t, y, args, **kw: ~jnp.all(jnp.isfinite(y)))
-    directions = [False] + [{-1: False, +1: True}[s] for _, s, _ in events] + [None]
-    codes = jnp.array([0] + [code for _, _, code in events] + [Status.NONFINITE])
+    sys = system(method, data, loss, rescaled, theta0.shape)
+    term = diffrax.ODETerm(lambda t, y, args: sys.velocity(t, y, *args[:2]))
+    # Stopping conditions as "positive inside, stop at <= 0" (escape is an upcrossing).
+    stops = [(lambda y, c=c, s=s: -s * c(y)) for c, s, _ in events]
+    codes = jnp.array([_CONTINUE] + [code for _, _, code in events], dtype=jnp.int64)
+
+    def conditions(t, y, args):
+        return jnp.stack([sys.switch_condition(t, y, *args)] + [c(y) for c in stops])
+
+    # One scalar event, the minimum of all conditions, located by bisection (no
+    # derivative of the equivalent control is traced); the condition that fired is
+    # the smallest one at the located state. A non-finite state makes the step
+    # controller fail, and is reported as ``nonfinite``.
     event = diffrax.Event(
-        conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12), direction=directions
+        lambda t, y, args, **kw: jnp.min(conditions(t, y, args)),
+        root_finder=optx.Bisection(rtol=1e-13, atol=1e-13),
+        direction=False,
     )
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
     controller = diffrax.PIDController(
@@ -232,6 +293,7 @@ def solve_filippov_diffrax(
         (t0, theta, sigma, sliding, h_ref, thetas, status, steps, rejected, switches, t_slide) = (
             carry
         )
+        args = (sigma, sliding, h_ref)
         sol = diffrax.diffeqsolve(
             term,
             solver,
@@ -239,7 +301,7 @@ def solve_filippov_diffrax(
             t1=t1,
             dt0=None,
             y0=theta,
-            args=(sigma, sliding, h_ref),
+            args=args,
             saveat=diffrax.SaveAt(
                 subs=[diffrax.SubSaveAt(ts=jnp.clip(ts, t0, t1)), diffrax.SubSaveAt(t1=True)]
             ),
@@ -252,16 +314,19 @@ def solve_filippov_diffrax(
         t_end, theta_end = t_end[0], theta_end[0]
         inside = (ts >= t0) & (ts <= t_end)
         thetas = jnp.where(inside[:, None, None], saved, thetas)
-        mask = jnp.stack([jnp.asarray(m) for m in sol.event_mask])
-        # A stopping event in the same step as a switch wins (diffrax locates one time
-        # for all the events that fired in a step).
-        switched = mask[0] & ~jnp.any(mask[1:]) & (sol.result == diffrax.RESULTS.event_occurred)
+        values = conditions(t_end, theta_end, args)
+        event_code = codes[jnp.argmin(values)]
+        # A stopping condition can also be crossed inside the step that overshoots a
+        # switching surface (‖θ‖ is not monotone across it) and be missed there; the
+        # switch event then lands on the far side, so it is checked at every event.
+        for k in range(len(events), 0, -1):
+            event_code = jnp.where(values[k] <= 0, codes[k], event_code)
         code = jnp.where(
             sol.result == diffrax.RESULTS.successful,
             Status.OK,
             jnp.where(
                 sol.result == diffrax.RESULTS.event_occurred,
-                jnp.where(switched, _CONTINUE, jnp.max(jnp.where(mask, codes, 0))),
+                event_code,
                 jnp.where(
                     sol.result == diffrax.RESULTS.max_steps_reached,
                     Status.MAX_STEPS,
@@ -269,14 +334,7 @@ def solve_filippov_diffrax(
                 ),
             ),
         )
-        # A stopping condition can also be crossed inside the step that overshoots a
-        # switching surface (‖θ‖ is not monotone across it) and be missed there; the
-        # switch event then lands on the far side, so check the stopping conditions
-        # at every switch state too.
-        for c, direction, status_code in reversed(events):
-            value = c(theta_end)
-            crossed = value <= 0 if direction < 0 else value >= 0
-            code = jnp.where((code == _CONTINUE) & crossed, status_code, code)
+        switched = code == _CONTINUE
         steps = steps + sol.stats["num_steps"]
         code = jnp.where((code == _CONTINUE) & (steps >= max_steps), Status.MAX_STEPS, code)
         code = jnp.where(jnp.all(jnp.isfinite(theta_end)), code, Status.NONFINITE)
