@@ -1,1 +1,23 @@
-"""Measurements and predictions built on :mod:`flows`."""
+"""Measurements and predictions built on :mod:`flows`: dominant index, switch times, regimes and
+their boundaries, max-margin limits, and the theorem-check report (``python -m analysis check``)."""
+
+from ._bounds import L2SAMThresholds as L2SAMThresholds
+from ._bounds import l2sam_thresholds as l2sam_thresholds
+from ._dominant import Switches as Switches
+from ._dominant import dominant_index as dominant_index
+from ._dominant import fastest_growing_index as fastest_growing_index
+from ._dominant import switch_times as switch_times
+from ._margin import Rate as Rate
+from ._margin import convergence_rate as convergence_rate
+from ._margin import direction_cosine as direction_cosine
+from ._margin import limit_direction as limit_direction
+from ._margin import max_margin as max_margin
+from ._plateau import Plateau as Plateau
+from ._plateau import loss_plateau as loss_plateau
+from ._problem import Problem as Problem
+from ._regime import Boundary as Boundary
+from ._regime import RegimePath as RegimePath
+from ._regime import critical_alpha as critical_alpha
+from ._regime import direct_alpha as direct_alpha
+from ._regime import regime as regime
+from ._regime import regime_path as regime_path

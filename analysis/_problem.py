@@ -1,0 +1,165 @@
+r"""A problem to solve (method, data, start, solver options) and the input checks of the package.
+
+A :class:`Problem` is what :func:`analysis.switch_times` and the regime
+functions need beyond a finished trajectory: the vector field, to read off the
+log-growth rates
+
+.. math::
+    r_j(\theta)=\frac{d}{dt}\log\lvert\beta_j\rvert=\sum_{l=1}^L\frac{\dot w^{(l)}_j}{w^{(l)}_j},
+
+and the solve itself (always through :func:`flows.solve`; nothing here integrates).
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import flows
+
+
+def check_method(method) -> flows.AbstractMethod:
+    """Return ``method`` if it is a flows method, else raise ``ValueError``."""
+    if not isinstance(method, flows.AbstractMethod):
+        raise ValueError(
+            f"`method` must be a flows method such as flows.L2SAM(0.1); got {method!r}."
+        )
+    return method
+
+
+def check_mu(mu) -> np.ndarray:
+    r"""Validate a single example :math:`\mu`: 1-D, finite, positive, unique largest entry."""
+    arr = np.asarray(mu, dtype=np.float64)
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"`mu` must be finite and > 0 elementwise; got {arr!r}.")
+    if np.sum(arr == arr.max()) != 1:
+        raise ValueError(f"`mu` must have a unique largest entry (argmax μ); got {arr!r}.")
+    return arr
+
+
+def check_alpha(alpha, d: int) -> np.ndarray:
+    """Validate an initialisation scale: a scalar or shape ``(d,)``, finite and > 0."""
+    arr = np.asarray(alpha, dtype=np.float64)
+    if arr.ndim not in (0, 1) or (arr.ndim == 1 and arr.shape[0] != d):
+        raise ValueError(f"`alpha` must be a scalar or have shape ({d},); got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"`alpha` must be finite and > 0; got {alpha!r}.")
+    return arr
+
+
+def check_depth(depth) -> int:
+    """Validate the depth :math:`L\\ge1`."""
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise ValueError(f"`depth` must be an integer >= 1; got {depth!r}.")
+    return int(depth)
+
+
+def check_positive(name: str, value, *, upper: float = np.inf) -> float:
+    """Validate a real number in ``(0, upper)``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
+    if not 0 < float(value) < upper:
+        raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
+    return float(value)
+
+
+def check_count(name: str, value, minimum: int = 1) -> int:
+    """Validate an integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def check_trajectory(traj) -> flows.Trajectory:
+    """Validate a single (unbatched) :class:`flows.Trajectory`."""
+    if not isinstance(traj, flows.Trajectory):
+        raise ValueError(f"`traj` must be a flows.Trajectory; got {type(traj).__name__}.")
+    if np.ndim(traj.t_end) != 0:
+        raise ValueError("`traj` must be a single trajectory, not a vmapped batch; index it first.")
+    return traj
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    r"""An initial-value problem of :func:`flows.solve`, kept so that it can be re-solved.
+
+    It holds everything :func:`flows.solve` takes: the method, the data, the start
+    :math:`\theta_0` and the keyword options (``t1``, ``rescaled``, ``loss``,
+    tolerances, events). :meth:`solve` calls :func:`flows.solve` with
+    ``dense=True``; :meth:`rates` evaluates the log-growth rates
+    :math:`r_j=\sum_l\dot w^{(l)}_j/w^{(l)}_j` from the same vector field
+    (:func:`flows.velocity`, or :func:`flows.rescaled_velocity` when
+    ``rescaled=True``), :math:`-\infty` where :math:`\beta_j=0`.
+
+    Arguments:
+        method: a flows method.
+        data: a :class:`flows.Dataset`.
+        theta0: start, shape ``(L, d)``.
+        options: keyword arguments of :func:`flows.solve` (``t1`` is required).
+
+    >>> import flows, analysis
+    >>> p = analysis.Problem(flows.GD(), flows.single_example([1.0, 2.0]),
+    ...                      flows.balanced_init(0.5, 2, 2), dict(t1=1.0, rescaled=True))
+    >>> p.rates(p.theta0).tolist()  # GD, L = 2: d log β_j / dτ = 2 μ_j
+    [2.0, 4.0]
+    """
+
+    method: flows.AbstractMethod
+    data: flows.Dataset
+    theta0: jax.Array
+    options: dict
+
+    def __post_init__(self):
+        check_method(self.method)
+        if not isinstance(self.data, flows.Dataset):
+            raise ValueError(f"`data` must be a flows.Dataset; got {type(self.data).__name__}.")
+        if not isinstance(self.options, dict) or "t1" not in self.options:
+            raise ValueError("`options` must be a dict of flows.solve keywords including 't1'.")
+
+    def solve(self, **overrides) -> flows.Trajectory:
+        """:func:`flows.solve` with the stored options, ``dense=True``, and ``overrides``."""
+        kw = {**self.options, "dense": True, **overrides}
+        return flows.solve(self.method, self.data, self.theta0, **kw)
+
+    def rates(self, theta, t=0.0) -> np.ndarray:
+        r"""Log-growth rates :math:`d\log\lvert\beta_j\rvert/dt` at ``theta`` (shape ``(d,)``)."""
+        return np.asarray(
+            _rates(
+                self.method,
+                self.data,
+                self.options.get("loss", "logistic"),
+                self.options.get("rescaled", False),
+                jnp.asarray(theta),
+                t,
+            )
+        )
+
+    def restart(self, theta0, **options) -> "Problem":
+        """The same problem started from ``theta0`` (options updated by ``options``)."""
+        return dataclasses.replace(
+            self, theta0=jnp.asarray(theta0), options={**self.options, **options}
+        )
+
+
+def log_growth_rates(method, data, loss, rescaled, theta, t=0.0):
+    r"""Traceable :math:`r_j=\sum_l v_{lj}/\theta_{lj}`, :math:`-\infty` where :math:`\beta_j=0`."""
+    v = (flows.rescaled_velocity if rescaled else flows.velocity)(method, data, loss, theta, t)
+    dead = jnp.any(theta == 0, axis=0)
+    safe = jnp.where(theta == 0, 1.0, theta)
+    return jnp.where(dead, -jnp.inf, jnp.sum(v / safe, axis=0))
+
+
+_rates = jax.jit(log_growth_rates, static_argnums=(2, 3))
+
+
+def single_example_problem(method, mu, alpha, depth, **options) -> Problem:
+    r"""The rescaled single-example problem :math:`\{(\mu,+1)\}` from :math:`w^{(l)}(0)=\alpha`."""
+    mu = check_mu(mu)
+    alpha = check_alpha(alpha, mu.shape[0])
+    theta0 = flows.balanced_init(alpha, check_depth(depth), mu.shape[0])
+    return Problem(
+        check_method(method), flows.single_example(mu), theta0, {"rescaled": True, **options}
+    )
