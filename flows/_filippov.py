@@ -76,6 +76,20 @@ _NEWTON_ITERS = 6
 MAX_VERTEX_SLIDING = 4
 _BIG = 1e3  # the value of a masked-out event condition
 _CONTINUE = -1  # status while segments remain
+_STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it
+
+
+class _Bisection(optx.Bisection):
+    """Bisection that stops on the width of the bracket alone.
+
+    ``optx.Bisection`` also asks for :math:`|c|<` atol, which a steep event condition
+    (the log-norm near a finite-time blow-up) never meets in floating point.
+    """
+
+    def terminate(self, fn, y, args, options, state, tags):
+        del fn, args, options, tags
+        small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
+        return small, optx.RESULTS.successful
 
 
 class _Controlled(AbstractMethod):
@@ -222,11 +236,6 @@ class _System(eqx.Module):
         sigma, cand = lax.fori_loop(0, sigma.size, release, (sigma, candidates))
         return sigma, cand, jnp.where(candidates & ~cand, h, 0.0)
 
-    def initial_mode(self, t, theta):
-        """The mode at the initial state: signs of h, then :meth:`decide` at the surfaces."""
-        sigma = jnp.where(self.h(theta) >= 0, 1.0, -1.0)
-        return self.decide(t, theta, sigma, jnp.zeros(theta.shape, dtype=bool))
-
 
 def system(method, data, loss, rescaled, shape) -> _System:
     """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``.
@@ -270,7 +279,7 @@ def solve_filippov_diffrax(
     term = diffrax.ODETerm(lambda t, y, args: sys.velocity(t, y, *args[:2]))
     # Stopping conditions as "positive inside, stop at <= 0" (escape is an upcrossing).
     stops = [(lambda y, c=c, s=s: -s * c(y)) for c, s, _ in events]
-    codes = jnp.array([_CONTINUE] + [code for _, _, code in events], dtype=jnp.int64)
+    codes = [code for _, _, code in events]
 
     def conditions(t, y, args):
         return jnp.stack([sys.switch_condition(t, y, *args)] + [c(y) for c in stops])
@@ -281,7 +290,7 @@ def solve_filippov_diffrax(
     # controller fail, and is reported as ``nonfinite``.
     event = diffrax.Event(
         lambda t, y, args, **kw: jnp.min(conditions(t, y, args)),
-        root_finder=optx.Bisection(rtol=1e-13, atol=1e-13),
+        root_finder=_Bisection(rtol=1e-13, atol=1e-13, flip=True),  # downcrossing
         direction=False,
     )
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
@@ -290,9 +299,9 @@ def solve_filippov_diffrax(
     )
 
     def segment(carry):
-        (t0, theta, sigma, sliding, h_ref, thetas, status, steps, rejected, switches, t_slide) = (
-            carry
-        )
+        (t0, theta, sigma, sliding, thetas, status, steps, rejected, switches, t_slide) = carry
+        # Every segment starts at t = 0 or at a switch event: choose its mode.
+        sigma, sliding, h_ref = sys.decide(t0, theta, sigma, sliding)
         args = (sigma, sliding, h_ref)
         sol = diffrax.diffeqsolve(
             term,
@@ -314,13 +323,13 @@ def solve_filippov_diffrax(
         t_end, theta_end = t_end[0], theta_end[0]
         inside = (ts >= t0) & (ts <= t_end)
         thetas = jnp.where(inside[:, None, None], saved, thetas)
-        values = conditions(t_end, theta_end, args)
-        event_code = codes[jnp.argmin(values)]
-        # A stopping condition can also be crossed inside the step that overshoots a
-        # switching surface (‖θ‖ is not monotone across it) and be missed there; the
-        # switch event then lands on the far side, so it is checked at every event.
-        for k in range(len(events), 0, -1):
-            event_code = jnp.where(values[k] <= 0, codes[k], event_code)
+        # The event was a stop if a stopping condition is (about) 0 at the located
+        # state. It can also be crossed inside the step that overshoots a switching
+        # surface (‖θ‖ is not monotone across it) and be missed there; the switch
+        # event then lands on the far side, hence "<=".
+        event_code = jnp.asarray(_CONTINUE, dtype=jnp.int64)
+        for c, code_k in reversed(list(zip(stops, codes, strict=True))):
+            event_code = jnp.where(c(theta_end) <= _STOP_TOL, code_k, event_code)
         code = jnp.where(
             sol.result == diffrax.RESULTS.successful,
             Status.OK,
@@ -334,38 +343,22 @@ def solve_filippov_diffrax(
                 ),
             ),
         )
-        switched = code == _CONTINUE
+        switches = switches + (code == _CONTINUE)
         steps = steps + sol.stats["num_steps"]
         code = jnp.where((code == _CONTINUE) & (steps >= max_steps), Status.MAX_STEPS, code)
         code = jnp.where(jnp.all(jnp.isfinite(theta_end)), code, Status.NONFINITE)
         t_slide = t_slide + jnp.where(jnp.any(sliding), t_end - t0, 0.0)
-        new_sigma, new_sliding, new_ref = sys.decide(t_end, theta_end, sigma, sliding)
-        sigma = jnp.where(switched, new_sigma, sigma)
-        sliding = jnp.where(switched, new_sliding, sliding)
-        h_ref = jnp.where(switched, new_ref, h_ref)
-        return (
-            t_end,
-            theta_end,
-            sigma,
-            sliding,
-            h_ref,
-            thetas,
-            code,
-            steps,
-            rejected + sol.stats["num_rejected_steps"],
-            switches + switched,
-            t_slide,
-        )
+        rejected = rejected + sol.stats["num_rejected_steps"]
+        return (t_end, theta_end, sigma, sliding, thetas, code, steps, rejected, switches, t_slide)
 
-    sigma0, sliding0, h_ref0 = sys.initial_mode(0.0, theta0)
+    sigma0 = jnp.where(sys.h(theta0) >= 0, 1.0, -1.0)
     thetas0 = jnp.broadcast_to(theta0, (ts.shape[0], *theta0.shape))
     zero = jnp.zeros((), dtype=jnp.int64)
     carry = (
         jnp.asarray(0.0),
         theta0,
         sigma0,
-        sliding0,
-        h_ref0,
+        jnp.zeros(theta0.shape, dtype=bool),
         thetas0,
         jnp.asarray(_CONTINUE, dtype=jnp.int64),
         zero,
@@ -373,8 +366,8 @@ def solve_filippov_diffrax(
         zero,
         jnp.asarray(0.0),
     )
-    carry = lax.while_loop(lambda c: c[6] == _CONTINUE, segment, carry)
-    (t_end, theta_end, _, _, _, thetas, status, steps, rejected, switches, t_slide) = carry
+    carry = lax.while_loop(lambda c: c[5] == _CONTINUE, segment, carry)
+    (t_end, theta_end, _, _, thetas, status, steps, rejected, switches, t_slide) = carry
     return make_trajectory(
         ts,
         thetas,

@@ -109,14 +109,15 @@ class LinfSAM(AbstractMethod):
     Arguments:
         rho: radius :math:`\rho\ge0`.
         delta: regularisation :math:`\delta>0` of the sign, or None (default) for
-            the exact sign. It acts on the true gradient :math:`g`
-            (``grad_scale * grad``), so a regularised rescaled flow depends on
-            the loss.
+            the exact sign. It acts on the gradient as handed to the rule
+            (``grad``; the rescaled flow hands :math:`-\nabla m`, the loss factor
+            divided out), so that the rescaled flow stays loss-free. As
+            :math:`\nabla\mathcal L\to0` on a plain flow the smoothing widens.
 
     >>> import flows
     >>> flows.LinfSAM(0.1).rho.item()
     0.1
-    >>> flows.LinfSAM(0.1, delta=1e-3).control(1e-3, 1.0).item()  # tanh(1)
+    >>> flows.LinfSAM(0.1, delta=1e-3).control(1e-3).item()  # tanh(1)
     0.7615941559557649
     """
 
@@ -127,27 +128,19 @@ class LinfSAM(AbstractMethod):
         self.rho = check_scalar("rho", rho, nonnegative=True)
         self.delta = None if delta is None else check_scalar("delta", delta, positive=True)
 
-    @property
-    def scale_free(self) -> bool:
-        """Only the exact sign ignores the size of :math:`g`."""
-        return self.delta is None
-
-    def control(self, grad, grad_scale=1.0):
-        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)`.
-
-        Here :math:`g` = ``grad_scale * grad`` is the true gradient.
-        """
+    def control(self, grad):
+        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)`."""
         if self.delta is None:
-            return jnp.sign(grad)  # grad_scale > 0 does not change the sign
-        return jnp.tanh(grad_scale * grad / self.delta)
+            return jnp.sign(grad)
+        return jnp.tanh(grad / self.delta)
 
     def perturbation_from_control(self, u):
         r""":math:`\varepsilon=\rho\,u` for a control :math:`u\in[-1,1]^{L\times d}`."""
         return self.rho * u
 
     def perturbation(self, theta, grad, t, grad_scale=1.0):
-        del theta, t
-        return self.perturbation_from_control(self.control(grad, grad_scale))
+        del theta, t, grad_scale  # the sign (or tanh(g/δ)) of `grad` only
+        return self.perturbation_from_control(self.control(grad))
 
 
 class LESAM(AbstractMethod):

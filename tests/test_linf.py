@@ -1,0 +1,256 @@
+r"""ℓ∞-SAM as a Filippov system (issue 3), against closed forms and discrete runs.
+
+Closed forms (science.md §5, single example :math:`\{(\mu,+1)\}`, balanced
+:math:`w^{(l)}(0)=\alpha>0`, rescaled clock τ). Every gradient component has the sign
+of :math:`-\prod_{l'\ne l}w^{(l')}_j`, so :math:`\hat w_j=w_j-\rho\,\mathrm{sign}(w_j)^{L-1}` and
+:math:`dw_j/d\tau=\mu_j(w_j-\rho s_j)^{L-1}`:
+
+* :math:`L=2`: :math:`w_j(\tau)=\rho+(\alpha_j-\rho)e^{\mu_j\tau}` while :math:`w_j>0`. For
+  :math:`\alpha_j<\rho` it reaches 0 at :math:`\tau_j=\ln(\rho/(\rho-\alpha_j))/\mu_j`; there
+  both layers' surfaces meet, the vector field points back from either side (it is
+  :math:`\mu_j(w_j\mp\rho)`), and the Filippov solution stays at 0 (equivalent control
+  :math:`u=0`).
+* :math:`L=3`: :math:`s_j=1`, :math:`dw_j/d\tau=\mu_j(w_j-\rho)^2`, so
+  :math:`w_j(\tau)=\rho-1/(1/(\rho-\alpha_j)+\mu_j\tau)`: for :math:`\alpha_j<\rho`,
+  :math:`w_j\uparrow\rho` and :math:`\beta_j\to\rho^3` (odd depth: no death); for
+  :math:`\alpha_j>\rho` it blows up at :math:`\tau_j=1/(\mu_j(\alpha_j-\rho))`, the first blow-up
+  being :math:`j^*=\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import flows
+
+RHO = 0.5
+MU3 = jnp.array([1.0, 2.0, 3.0])
+
+
+def _l2_closed_form(alpha, mu, rho, tau):
+    """L = 2 balanced rescaled ℓ∞-SAM: w_j(τ), with the dead coordinates held at 0."""
+    alpha, mu, tau = np.asarray(alpha), np.asarray(mu), np.asarray(tau)[:, None]
+    w = rho + (alpha - rho) * np.exp(mu * tau)
+    return np.where((alpha < rho) & (w <= 0), 0.0, w)
+
+
+def _solve_l2(alpha, t1, ts, **kw):
+    data = flows.single_example(MU3)
+    theta0 = flows.balanced_init(jnp.asarray(alpha), depth=2)
+    ts = jnp.linspace(0.0, t1, 41) if ts is None else ts  # one shape: one compilation
+    return flows.solve(flows.LinfSAM(RHO), data, theta0, t1=t1, ts=ts, rescaled=True, **kw)
+
+
+# --- 1. single example, L = 2 ------------------------------------------------------
+
+
+def test_l2_dies_stays_grows_closed_form():
+    alpha = np.array([0.3, 0.5, 0.7])  # below, at, above rho
+    ts = jnp.linspace(0.0, 2.0, 41)
+    traj = _solve_l2(alpha, 2.0, ts)
+    assert traj.status_name == "ok"
+    w = np.asarray(traj.thetas)  # (T, 2, 3)
+    np.testing.assert_array_equal(w[:, 0], w[:, 1])  # balanced stays balanced
+    expected = _l2_closed_form(alpha, MU3, RHO, ts)
+    np.testing.assert_allclose(w[:, 0], expected, rtol=1e-7, atol=1e-9)
+    tau_dead = np.log(RHO / (RHO - alpha[0])) / MU3[0]
+    dead = np.asarray(ts) > tau_dead
+    # Dead at a finite time and held there exactly (no drift, no chattering).
+    assert np.all(np.abs(w[dead, :, 0]) < 1e-12)
+    assert np.ptp(w[dead, :, 0]) < 1e-14
+    np.testing.assert_array_equal(w[:, :, 1], RHO)  # alpha = rho stays put
+    assert np.all(np.diff(w[:, 0, 2]) > 0)
+    # One located event (both layers of coordinate 0 reach their surfaces together);
+    # sliding from tau_dead to the end.
+    assert int(traj.n_switches) == 1
+    np.testing.assert_allclose(float(traj.t_sliding), 2.0 - tau_dead, rtol=1e-9)
+
+
+def test_l2_limit_is_minor_coordinate_where_gd_picks_major():
+    # Only the minor coordinate starts above rho: C2 predicts e_1; GD predicts e_d.
+    alpha = np.array([0.9, 0.4, 0.45])
+    traj = _solve_l2(alpha, 30.0, None)
+    assert traj.status_name == "escaped"
+    beta = np.asarray(traj.theta_end).prod(axis=0)
+    assert np.argmax(np.abs(beta)) == 0
+    np.testing.assert_allclose(beta[1:], 0.0, atol=1e-20)
+    tau_end = float(traj.t_end)
+    w_end = _l2_closed_form(alpha, MU3, RHO, [tau_end])[0]
+    np.testing.assert_allclose(np.asarray(traj.theta_end[0]), w_end, rtol=1e-6, atol=1e-12)
+    gd = flows.solve(
+        flows.GD(), flows.single_example(MU3), flows.balanced_init(jnp.asarray(alpha), 2),
+        t1=30.0, rescaled=True,
+    )  # fmt: skip
+    assert np.argmax(np.abs(np.asarray(gd.theta_end).prod(axis=0))) == 2
+
+
+def test_vmap_over_alpha_grid_matches_single_runs():
+    """A limit map over (alpha_1, alpha_2) is one vmapped call."""
+    grid = jnp.array([[0.3, 0.5, 0.7], [0.9, 0.4, 0.45]])
+    ts = jnp.linspace(0.0, 2.0, 41)
+    batch = jax.vmap(lambda a: _solve_l2(a, 2.0, ts))(grid)
+    for i, alpha in enumerate(np.asarray(grid)):
+        np.testing.assert_allclose(
+            np.asarray(batch.thetas[i, :, 0]),
+            _l2_closed_form(alpha, MU3, RHO, ts),
+            rtol=1e-7,
+            atol=1e-9,
+        )
+    np.testing.assert_array_equal(np.asarray(batch.n_switches), [1, 2])
+
+
+# --- 2. L = 3 ----------------------------------------------------------------------
+
+
+def _l3_closed_form(alpha, mu, rho, tau):
+    alpha, mu, tau = np.asarray(alpha), np.asarray(mu), np.asarray(tau)[:, None]
+    return rho - 1.0 / (1.0 / (rho - alpha) + mu * tau)
+
+
+def test_l3_odd_depth_beta_tends_to_rho_cubed():
+    alpha = np.array([0.1, 0.3, 0.45])
+    data = flows.single_example(MU3)
+    ts = jnp.linspace(0.0, 200.0, 21)
+    traj = flows.solve(
+        flows.LinfSAM(RHO), data, flows.balanced_init(jnp.asarray(alpha), 3),
+        t1=200.0, ts=ts, rescaled=True, rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    assert traj.status_name == "ok"
+    assert int(traj.n_switches) == 0  # no weight ever reaches a surface
+    w = _l3_closed_form(alpha, MU3, RHO, ts)
+    # Global error ~ 2e-9 here (4.5e-7 at the default rtol=1e-8: solver accuracy).
+    np.testing.assert_allclose(np.asarray(traj.beta), w**3, rtol=1e-7)
+    # beta_j increases to rho^3 (it never dies, unlike even depth): 1/tau convergence.
+    beta = np.asarray(traj.beta)
+    assert np.all(np.diff(beta, axis=0) > 0) and np.all(beta < RHO**3)
+    # 0 < rho^3 - beta_j < 3 rho^2 (rho - w_j) < 3 rho^2 / (mu_j tau) -> 0.
+    assert np.all(RHO**3 - beta[-1] < 3 * RHO**2 / (np.asarray(MU3) * float(ts[-1])))
+
+
+def test_l3_limit_is_first_blow_up_jstar():
+    mu = jnp.array([0.3, 2.0, 3.0])
+    alpha = np.array([0.9, 0.7, 0.62])  # mu*(alpha - rho) = 0.12, 0.4, 0.36
+    j_star = int(np.argmax(np.where(alpha > RHO, np.asarray(mu) * (alpha - RHO), -np.inf)))
+    assert j_star == 1  # neither the largest alpha nor the largest mu
+    traj = flows.solve(
+        flows.LinfSAM(RHO), flows.single_example(mu), flows.balanced_init(jnp.asarray(alpha), 3),
+        t1=10.0, ts=jnp.linspace(0.0, 10.0, 21), rescaled=True, rtol=1e-10, atol=1e-12,
+    )  # fmt: skip
+    assert traj.status_name == "escaped"
+    assert np.argmax(np.abs(np.asarray(traj.theta_end).prod(axis=0))) == j_star
+    tau_blow = 1.0 / (float(mu[j_star]) * (alpha[j_star] - RHO))
+    assert tau_blow - 1e-3 < float(traj.t_end) < tau_blow
+
+
+# --- 3. discrete -> Filippov flow ------------------------------------------------
+
+
+def _filippov_vs_discrete(rho, data, theta0, t1, n_list, n_grid):
+    """Max error over a common time grid between iterates (lr = t1/N) and the flow."""
+    ts = jnp.linspace(0.0, t1, n_grid + 1)
+    flow = flows.solve(
+        flows.LinfSAM(rho), data, theta0, t1=t1, ts=ts, collapse_tol=None, max_steps=4000
+    )
+    assert flow.status_name == "ok"
+    errors, runs = [], []
+    for n in n_list:
+        it = flows.iterate(flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=1)
+        thetas = np.asarray(it.thetas)
+        runs.append(thetas)
+        errors.append(np.abs(thetas - np.asarray(flow.thetas)[:: n_grid // n]).max())
+    return flow, np.array(errors), runs
+
+
+def test_discrete_converges_to_filippov_flow_at_order_one():
+    # One coordinate, unbalanced: w1 crosses its surface (w2 > rho), then slides on
+    # w1 = 0 while w2 decreases through (0, rho), then both are held at 0.
+    data = flows.single_example([1.5])
+    theta0 = jnp.array([[-0.2], [0.9]])
+    t1, n_grid = 4.0, 4000
+    n_list = [250, 400, 500, 800, 1000, 2000, 4000]
+    flow, errors, runs = _filippov_vs_discrete(RHO, data, theta0, t1, n_list, n_grid)
+    assert int(flow.n_switches) == 3
+    np.testing.assert_allclose(np.asarray(flow.theta_end), 0.0, atol=1e-12)
+    etas = t1 / np.array(n_list)
+    slope = np.polyfit(np.log(etas), np.log(errors), 1)[0]
+    # Order 1; where the surface is crossed inside an Euler step scatters the
+    # constant, hence the fit over 7 step sizes.
+    assert 0.8 < slope < 1.4, (slope, errors)
+    assert errors[-1] < 1e-3
+    # The iterates chatter in a band around the sliding state 0 whose width
+    # shrinks like eta; the flow sits at its centre and does not chatter.
+    widths, centres = [], []
+    for n, thetas in zip(n_list, runs, strict=True):
+        tail = thetas[int(0.9 * n) :, :, 0]
+        assert np.all(tail.min(axis=0) < 0) and np.all(tail.max(axis=0) > 0)
+        widths.append(np.ptp(tail, axis=0).max())
+        centres.append(np.abs(tail.mean(axis=0)).max())
+    widths, centres = np.array(widths), np.array(centres)
+    # Near 0 one update moves a weight by at most eta * mu * rho * (-l') <= eta*mu*rho
+    # (times 1 + |w|/rho ~ 1), so the band lies in [-eta*mu*rho, eta*mu*rho].
+    etas = t1 / np.array(n_list)
+    assert np.all(widths <= 2 * etas * 1.5 * RHO * 1.01), widths / etas
+    assert np.all(centres < 0.5 * widths) and np.all(widths > 0)
+
+
+# --- 4. bounded work ----------------------------------------------------------------
+
+
+def test_steps_bounded_once_sliding():
+    alpha = jnp.array([0.3, 0.5, 0.45])  # two coordinates die, one stays at rho
+    steps = [int(_solve_l2(alpha, t1, None).n_steps) for t1 in (10.0, 100.0, 1000.0)]
+    assert steps[0] < 100
+    assert steps[1] - steps[0] <= 5 and steps[2] - steps[1] <= 5, steps
+
+
+# --- 5. multi-example data, curved switching surfaces -----------------------------
+
+
+def test_multi_example_curved_surfaces_filippov_vs_discrete():
+    # dL/dw1_j = w2_j r_j(beta), r_j = mean_i l'(m_i) y_i x_ij: the surface r_2 = 0 is
+    # curved in theta. Feature 2 first hurts (r_2 > 0), then helps once example 1
+    # is fitted by feature 1, so r_2 changes sign while all weights stay positive.
+    data = flows.Dataset([[1.0, -1.5], [0.1, 1.0]], [1, 1])
+    theta0 = flows.balanced_init(0.5, depth=2, d=2)
+    t1, n_grid = 6.0, 2400
+    n_list = [300, 600, 1200, 2400]
+    flow, errors, _ = _filippov_vs_discrete(0.2, data, theta0, t1, n_list, n_grid)
+    assert int(flow.n_switches) >= 1
+    assert np.all(np.asarray(flow.thetas) > 0.1)  # no hyperplane surface is met
+    grad = jax.grad(flows.objective)
+    assert grad(theta0, data)[0, 1] > 0 > grad(flow.theta_end, data)[0, 1]
+    ratios = errors[:-1] / errors[1:]
+    assert np.all(ratios > 1.6), errors  # order 1: halving eta halves the error
+    assert errors[-1] < 3e-4
+
+
+# --- the regularised variant ---------------------------------------------------------
+
+
+def test_regularised_converges_to_filippov_as_delta_to_zero():
+    alpha = jnp.array([0.3, 0.5, 0.7])
+    ts = jnp.linspace(0.0, 1.0, 41)
+    exact = _solve_l2(alpha, 1.0, ts)
+    errors = []
+    for delta in (1e-1, 1e-2, 1e-3):
+        reg = flows.solve(
+            flows.LinfSAM(RHO, delta=delta), flows.single_example(MU3),
+            flows.balanced_init(alpha, 2), t1=1.0, ts=ts, rescaled=True,
+        )  # fmt: skip
+        assert reg.status_name == "ok"
+        errors.append(float(jnp.max(jnp.abs(reg.thetas - exact.thetas))))
+    errors = np.array(errors)
+    assert np.all(errors[:-1] / errors[1:] > 5), errors  # ~ linear in delta
+
+
+def test_delta_validation():
+    for bad in (0.0, -1e-3, np.inf):
+        with pytest.raises(ValueError, match="delta"):
+            flows.LinfSAM(0.1, delta=bad)
+    assert flows.LinfSAM(0.1).delta is None
+
+
+def test_filippov_rejects_dense():
+    with pytest.raises(ValueError, match="dense"):
+        _solve_l2([0.3, 0.5, 0.7], 1.0, None, dense=True)
