@@ -1,0 +1,122 @@
+"""Workload 2 (issue 6): compile time per configuration, and the persistent compilation cache.
+
+    python benchmarks/compile.py
+
+Runs the same child process twice with one fresh JAX persistent compilation cache
+folder. Each child times ``jit(vmap(point)).lower(...).compile()`` for several
+configurations (method × depth × solver, the sweep chunk of workload 1, and the
+discrete ``flows.iterate`` loop). The first child compiles (cold, writes the
+cache); the second finds every executable in the cache (warm). Target: at most
+10 s per configuration, cold.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def child(cache_dir):
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    import jax.numpy as jnp
+    import numpy as np
+
+    sys.path.insert(0, HERE)
+    import common
+
+    import flows
+
+    data = common.DATA
+    batch = 1024
+
+    def solve_config(method_fn, depth, solver):
+        def point(alpha, p):
+            traj = flows.solve(
+                method_fn(p),
+                data,
+                flows.balanced_init(alpha, depth, common.MU.size),
+                t1=common.T1,
+                ts=jnp.asarray(common.TS),
+                rescaled=True,
+                solver=solver,
+            )
+            return traj.status, traj.t_end, traj.beta
+
+        return jax.jit(jax.vmap(point)), (np.full(batch, 0.1), np.full(batch, 0.3))
+
+    configs = {
+        "workload-1 chunk (l2sam L=2 tsit5, point())": (
+            jax.jit(jax.vmap(common.point)),
+            (np.full(batch, 0.1), np.full(batch, 0.3)),
+        ),
+        "gd L=2 tsit5": solve_config(lambda p: flows.GD(), 2, "tsit5"),
+        "l2sam L=3 tsit5": solve_config(flows.L2SAM, 3, "tsit5"),
+        "lesam L=2 tsit5": solve_config(lambda p: flows.LESAM(p, 0.3), 2, "tsit5"),
+        "l2sam L=2 kvaerno5": solve_config(flows.L2SAM, 2, "kvaerno5"),
+    }
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(20, 100)))
+    it_data = flows.Dataset(x * jnp.sign(x[:, :1]), jnp.ones(20))
+    configs["iterate l2sam L=2 d=100 (workload 3)"] = (
+        jax.jit(
+            lambda th: (
+                flows.iterate(
+                    flows.L2SAM(0.05), it_data, th, lr=0.01, steps=1_000_000, every=1000
+                ).thetas
+            )
+        ),
+        (jnp.full((2, 100), 0.1),),
+    )
+    out = {}
+    for name, (fn, args) in configs.items():
+        t0 = time.perf_counter()
+        fn.lower(*args).compile()
+        out[name] = time.perf_counter() - t0
+    print(json.dumps(out))
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--child":
+        child(sys.argv[2])
+        return
+    sys.path.insert(0, HERE)
+    import common
+
+    common.header("workload 2: compile time per configuration, persistent cache across processes")
+    cache = tempfile.mkdtemp(prefix="samflows-jax-cache-")
+    runs = []
+    for label in ("cold (1st process)", "warm (2nd process)"):
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", cache], capture_output=True, text=True
+        )
+        if proc.returncode:
+            sys.exit(proc.stderr[-3000:])
+        runs.append(
+            (label, json.loads(proc.stdout.strip().splitlines()[-1]), time.perf_counter() - t0)
+        )
+    files = sum(len(f) for _, _, f in os.walk(cache))
+    print(f"   persistent cache: {cache} ({files} files after both runs)")
+    print(f"   {'configuration':46s} {'cold s':>7s} {'warm s':>7s} {'target':>8s}")
+    record = {}
+    for name in runs[0][1]:
+        cold, warm = runs[0][1][name], runs[1][1][name]
+        print(
+            f"   {name:46s} {cold:7.2f} {warm:7.2f}   <= 10 s {'met' if cold <= 10 else 'MISSED'}"
+        )
+        record[name] = {"cold_s": cold, "warm_s": warm}
+    for label, _, wall in runs:
+        print(f"   {label}: whole process {wall:.1f} s")
+    record["process_wall_s"] = [w for _, _, w in runs]
+    common.save("compile", record)
+
+
+if __name__ == "__main__":
+    main()
