@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
+import scipy.integrate
 from jax import lax
 
 from ._dynamics import _grad_margin, _grad_objective, rescaled_velocity, velocity
@@ -378,6 +379,115 @@ def solve_filippov_diffrax(
         theta_end=theta_end,
         n_steps=steps,
         n_rejected=rejected,
+        n_switches=switches,
+        t_sliding=t_slide,
+    )
+
+
+@eqx.filter_jit
+def _call(sys, name, *args):
+    """``sys.name(*args)``, compiled once per system shape (the scipy reference)."""
+    return getattr(sys, name)(*args)
+
+
+def solve_filippov_scipy(
+    method,
+    data,
+    theta0,
+    ts,
+    t1,
+    *,
+    solver,
+    loss,
+    rescaled,
+    rtol,
+    atol,
+    max_steps,
+    collapse_tol,
+    escape_tol,
+    loss_tol,
+):
+    r"""The same Filippov flow as :func:`solve_filippov_diffrax`, eagerly, with ``solve_ivp``.
+
+    The independent reference: the segments are ``scipy.integrate.solve_ivp`` runs
+    whose events (the switch condition and the stopping conditions) are located by
+    scipy; only the mode logic (:meth:`_System.decide`) and the fields are shared.
+    ``n_rejected`` is -1 (scipy does not report it).
+    """
+    from ._solve import _event_functions
+
+    shape = theta0.shape
+    sys = system(method, data, loss, rescaled, shape)
+    decide, velocity_, switch = (
+        (lambda t, *a, name=name: _call(sys, name, jnp.asarray(t), *a))  # t traced
+        for name in ("decide", "velocity", "switch_condition")
+    )
+    events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
+    stops = [(jax.jit(c), s, code) for c, s, code in events]
+    tsn = np.asarray(ts)
+    thetas = np.full((tsn.shape[0], *shape), np.nan)
+    t, theta = 0.0, np.asarray(theta0)
+    sigma = np.where(np.asarray(sys.h(theta0)) >= 0, 1.0, -1.0)
+    sliding = np.zeros(shape, dtype=bool)
+    status, steps, switches, t_slide = None, 0, 0, 0.0
+    while status is None:
+        sigma, sliding, h_ref = decide(t, theta, sigma, sliding)
+
+        def fun(s, y, sigma=sigma, sliding=sliding):
+            return np.asarray(velocity_(s, y.reshape(shape), sigma, sliding)).ravel()
+
+        def on_switch(s, y, sigma=sigma, sliding=sliding, h_ref=h_ref):
+            return float(switch(s, y.reshape(shape), sigma, sliding, h_ref))
+
+        scipy_events = [on_switch]
+        for c, s, _ in stops:
+            scipy_events.append(lambda _, y, c=c: float(c(y.reshape(shape))))
+            scipy_events[-1].direction = s
+        on_switch.direction = -1
+        for ev in scipy_events:
+            ev.terminal = True
+        sol = scipy.integrate.solve_ivp(
+            fun,
+            (t, float(t1)),
+            theta.ravel(),
+            method=solver,
+            rtol=rtol,
+            atol=atol,
+            events=scipy_events,
+            dense_output=True,
+        )
+        t_end = float(sol.t[-1])
+        inside = (tsn >= t) & (tsn <= t_end)
+        if inside.any():
+            thetas[inside] = sol.sol(tsn[inside]).T.reshape(-1, *shape)
+        steps += len(sol.t) - 1
+        if np.any(sliding):
+            t_slide += t_end - t
+        t, theta = t_end, sol.y[:, -1].reshape(shape)
+        fired = [i for i, te in enumerate(sol.t_events) if len(te)]
+        if not np.all(np.isfinite(theta)) or sol.status < 0:
+            status = Status.NONFINITE
+        elif sol.status == 0:
+            status = Status.OK
+        else:
+            stopped = [stops[i - 1][2] for i in fired if i > 0]
+            stopped += [code for c, s, code in stops if float(-s * c(theta)) <= _STOP_TOL]
+            if stopped:
+                status = stopped[0]
+            elif steps >= max_steps:
+                status = Status.MAX_STEPS
+            else:
+                switches += 1
+    return make_trajectory(
+        tsn,
+        jnp.asarray(thetas),
+        data,
+        loss,
+        status=status,
+        t_end=t,
+        theta_end=jnp.asarray(theta),
+        n_steps=steps,
+        n_rejected=-1,
         n_switches=switches,
         t_sliding=t_slide,
     )

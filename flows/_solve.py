@@ -198,6 +198,10 @@ def solve(
             )
         if dense:
             raise ValueError("`dense=True` is supported by backend='diffrax' only.")
+        if _is_filippov(method):
+            from ._filippov import solve_filippov_scipy
+
+            return solve_filippov_scipy(method, data, theta0, ts, t1, solver=solver, **config)
         return _solve_scipy(method, data, theta0, ts, t1, solver=solver, **config)
     raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
 
@@ -345,8 +349,10 @@ def _solve_scipy(
 ):
     shape = theta0.shape
     kw = dict(shape=shape, loss=loss, rescaled=rescaled)
-    fun = lambda t, y: np.asarray(_flat_field(method, data, t, y, **kw))  # noqa: E731
-    jac = lambda t, y: np.asarray(_flat_jacobian(method, data, t, y, **kw))  # noqa: E731
+    # solve_ivp passes t as a Python float, which filter_jit would treat as static
+    # and recompile for at every new t (30-60 s per solve; issue 6): pass an array.
+    fun = lambda t, y: np.asarray(_flat_field(method, data, np.asarray(t), y, **kw))  # noqa: E731
+    jac = lambda t, y: np.asarray(_flat_jacobian(method, data, np.asarray(t), y, **kw))  # noqa: E731
 
     scipy_events, codes = [], []
     for c, direction, code in _event_functions(

@@ -85,6 +85,19 @@ def test_l2_limit_is_minor_coordinate_where_gd_picks_major():
     assert np.argmax(np.abs(np.asarray(gd.theta_end).prod(axis=0))) == 2
 
 
+def test_scipy_reference_agrees():
+    """The eager solve_ivp segment loop (independent integrator and event location)."""
+    alpha = np.array([0.3, 0.5, 0.7])
+    ts = jnp.linspace(0.0, 2.0, 41)
+    ref = _solve_l2(alpha, 2.0, ts, backend="scipy", solver="Radau")
+    assert ref.status_name == "ok" and int(ref.n_switches) == 1
+    np.testing.assert_allclose(
+        np.asarray(ref.thetas[:, 0]), _l2_closed_form(alpha, MU3, RHO, ts), rtol=1e-7, atol=1e-9
+    )
+    tau_dead = np.log(RHO / (RHO - alpha[0])) / MU3[0]
+    np.testing.assert_allclose(float(ref.t_sliding), 2.0 - tau_dead, rtol=1e-8)
+
+
 def test_vmap_over_alpha_grid_matches_single_runs():
     """A limit map over (alpha_1, alpha_2) is one vmapped call."""
     grid = jnp.array([[0.3, 0.5, 0.7], [0.9, 0.4, 0.45]])
