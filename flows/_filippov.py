@@ -14,34 +14,42 @@ surfaces :math:`h_k=0` are coordinate hyperplanes of the other layers' weights;
 for general data they are curved.
 
 The field is integrated piecewise. Each *mode* fixes a sign :math:`\sigma_k`
-for every component off its surface and a sliding set :math:`S`; on :math:`S`
-the control is the equivalent control :math:`u_S(\theta)`, the solution of
+for every component off its surface and a sliding set :math:`S`. On :math:`S` the
+field is Filippov's sliding field :math:`F(\theta,v)`: the average of :math:`f`
+over independent signs of mean :math:`v_k` on the sliding components (see
+:meth:`_System.field`), with :math:`v_S(\theta)` the solution of
 
 .. math::
-    \dot h_S = \nabla h_S(\theta)\, f(\theta,u) = 0
+    \dot h_S = \nabla h_S(\theta)\, F(\theta,v) = 0
     \qquad (u_k=\sigma_k,\ k\notin S),
 
-found by Newton's method (``jax.jacfwd`` gives the Jacobian; the system is
-affine in each :math:`u_k` for the rescaled flow). A smooth segment ends at an
-event, located by root-finding on the solver's dense output: some
-:math:`\sigma_k h_k` reaches 0 (a component meets its surface) or some
-:math:`|u_k|`, :math:`k\in S`, reaches 1 (the equivalent control saturates, so
-the motion leaves the surface). At an event the new mode comes from an active
-set iteration on the candidates (the sliding set plus the components at their
-surfaces): solve for the equivalent control, release the component that violates
-:math:`|u_k|\le1` most to the side it moves into, repeat. A released component
-whose sign flips has crossed its surface; one with :math:`|u_k|<1` slides.
+found by Newton's method (``jax.jacfwd`` gives the Jacobian). On one surface
+:math:`F` is Filippov's convex combination :math:`\lambda f^++(1-\lambda)f^-`,
+the :math:`\eta\to0` limit of the discrete iterates. For the rescaled
+single-example flow :math:`f` is multilinear in :math:`u` (:math:`\nabla m` is
+multilinear in :math:`\hat\theta`), so :math:`F(\theta,v)=f(\theta,v)` and
+:math:`v` is Utkin's equivalent control; for the plain flow the loss factor
+:math:`-\ell'(m(\hat\theta))` is not affine in :math:`u` and the vertices are
+enumerated (up to :data:`MAX_VERTEX_SLIDING` sliding components; beyond, the
+equivalent control).
 
-Selection note. Where :math:`f` is affine in each :math:`u_k` (the rescaled
-single-example flow: :math:`\nabla m` is multilinear in :math:`\hat\theta`), the
-equivalent control gives exactly Filippov's convex combination, hence the
-:math:`\eta\to0` limit of the discrete iterates. For the plain flow the factor
-:math:`\ell'(m(\hat\theta))` is not affine in :math:`u`: on one surface the two
-constructions give the same path on slightly different clocks (single example),
-and where two surfaces of coupled weights intersect (a dead coordinate
-:math:`w^{(1)}_j=w^{(2)}_j=0`) Filippov's set is not a single vector and the
-discrete limit depends on how the chattering signs correlate (balanced
-iterates: perfectly), which the equivalent control (:math:`u=0`) does not model.
+A smooth segment ends at an event, located by bisection on the solver's dense
+output: some :math:`\sigma_k h_k` reaches 0 (a component meets its surface) or
+some :math:`|v_k|`, :math:`k\in S`, reaches 1 (the sliding field no longer points
+along the surface, so the motion leaves it). At an event the new mode comes from
+an active-set iteration on the candidates (the sliding set plus the components
+at their surfaces): solve for :math:`v`, release the component that violates
+:math:`|v_k|\le1` most to the side it moves into, repeat. A released component
+whose sign flips has crossed its surface; one with :math:`|v_k|<1` slides.
+
+Known limits. Where surfaces of coupled weights intersect (a dead coordinate,
+:math:`w^{(1)}_j=w^{(2)}_j=0`, on a plain flow with other coordinates alive)
+Filippov's set is not a single vector: the discrete limit depends on how the
+chattering signs correlate (perfectly, for balanced iterates), which the
+independent-sign average does not model; the path is unaffected for a single
+example (only the clock). Where all :math:`L` weights of a coordinate switch
+together (the curved surface :math:`\partial\mathcal L/\partial\beta_j=0`) the
+Newton system is rank-deficient and its minimum-norm solution is used.
 
 The loop over segments is a ``lax.while_loop`` over ``diffrax.diffeqsolve``
 calls, so the solve is jit- and vmap-able; the same mode logic drives an eager

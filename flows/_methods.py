@@ -100,9 +100,9 @@ class LinfSAM(AbstractMethod):
 
     The resulting flow is discontinuous where a component of :math:`g` changes
     sign: a Filippov system (science.md §3, issue 3), which :func:`flows.solve`
-    integrates with located switch events and sliding modes, the control
-    :math:`u\in[-1,1]^{L\times d}` on a switching surface being the equivalent
-    control (``flows._filippov``). With ``delta`` the sign is regularised,
+    integrates with located switch events and sliding modes, the perturbation
+    on a switching surface being :math:`\rho u` with :math:`u\in[-1,1]^{L\times d}`
+    from Filippov's sliding field (``flows._filippov``). With ``delta`` the sign is regularised,
     :math:`u=\tanh(g/\delta)`, a smooth field that any ODE solver can take and
     that tends to the Filippov flow as :math:`\delta\to0`.
 

@@ -103,6 +103,12 @@ def solve(
     by root-finding on the dense output (diffrax) or by ``solve_ivp``'s event
     location (scipy).
 
+    ``LinfSAM(rho)`` (exact sign) has a discontinuous field and is integrated as a
+    Filippov system (issue 3, ``flows._filippov``) by both backends: sign switches
+    are located events, motion on a switching surface follows the sliding field,
+    and ``n_switches`` and ``t_sliding`` are reported; ``dense=True`` is not
+    available for it. ``LinfSAM(rho, delta=...)`` is an ordinary smooth field.
+
     Arguments:
         method: a method instance (``GD()``, ``L2SAM(rho)``, ...).
         data: a :class:`Dataset`.
@@ -126,7 +132,8 @@ def solve(
             ``[0, t_end]`` (used to locate switch times by root-finding).
 
     Returns:
-        A :class:`Trajectory` with ``status``, ``t_end``, ``n_steps`` and ``n_rejected``.
+        A :class:`Trajectory` with ``status``, ``t_end``, ``n_steps`` and ``n_rejected``
+        (and ``n_switches``, ``t_sliding`` for the Filippov ℓ∞-SAM flow).
 
     >>> import flows
     >>> data = flows.single_example([1.0, 2.0])
