@@ -37,7 +37,8 @@ def loss_plateau(traj: flows.Trajectory, *, band: float = 0.05) -> Plateau:
     r"""Longest stretch :math:`[t_s,t_e]` with :math:`\max\mathcal L\le(1+b)\min\mathcal L` on it.
 
     Two pointers over the reached saved times find the longest interval (in time)
-    whose loss values stay within the relative band ``band``; the first one wins a tie.
+    whose loss values are positive and stay within the relative band ``band``; the
+    first one wins a tie.
     Its height is the time-averaged loss over it (the value itself if it is a point).
 
     Arguments:
@@ -58,10 +59,13 @@ def loss_plateau(traj: flows.Trajectory, *, band: float = 0.05) -> Plateau:
         raise ValueError(f"`band` must be a number > 0; got {band!r}.")
     ok = np.asarray(traj.reached) & np.isfinite(np.asarray(traj.loss))
     t, loss = np.asarray(traj.ts)[ok], np.asarray(traj.loss)[ok]
-    if t.size == 0:
-        raise ValueError("`traj` has no reached saved time with a finite loss.")
+    if not np.any(loss > 0):
+        raise ValueError("`traj` has no reached saved time with a finite, positive loss.")
     best, lo = (0, 0), 0
     for hi in range(t.size):
+        if not loss[hi] > 0:  # an underflowed loss (0) is the end of training, not a plateau
+            lo = hi + 1
+            continue
         while np.max(loss[lo : hi + 1]) > (1 + band) * np.min(loss[lo : hi + 1]):
             lo += 1
         if t[hi] - t[lo] > t[best[1]] - t[best[0]]:

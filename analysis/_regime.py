@@ -264,7 +264,9 @@ def _boundary(method, mu, depth, *, below, rtol, points, bracket, scan, t1, solv
         return below(cls)
 
     if bracket is None:  # the same shape as a round, so one compilation serves both
-        alphas = scale * 2.0 ** np.linspace(-scan, scan, points)
+        # Offset by 1/π octave so that no scan point sits on a simple ratio such as
+        # α = ρ, where ℓ∞-SAM at L = 2 has an equilibrium (neither collapse nor escape).
+        alphas = scale * 2.0 ** (np.linspace(-scan, scan, points) + 1 / np.pi)
         where = f"on the scan alpha = {scale:g} * 2**k, |k| <= {scan}"
     else:
         lo, hi = (float(b) for b in np.asarray(bracket, dtype=float).reshape(2))
@@ -338,9 +340,9 @@ def critical_alpha(
     the default budget :math:`t_1=1000/\min\mu`; a run that ends otherwise raises
     ``RuntimeError`` rather than guess.
 
-    Bracket: by default the scan of ``points`` values :math:`\alpha=s\,2^k`,
-    :math:`k` equispaced in ``[-scan, scan]``, with :math:`s=\rho` (``rho_max`` for
-    LE-SAM), in one vmapped solve; it must show one
+    Bracket: by default the scan of ``points`` values :math:`\alpha=s\,2^k`, with
+    :math:`k` equispaced in ``[-scan, scan]`` plus :math:`1/\pi` and :math:`s=\rho`
+    (``rho_max`` for LE-SAM), in one vmapped solve; it must show one
     collapse-to-escape change. Then each round solves ``points`` equispaced values
     inside the bracket in one ``jax.vmap`` call and keeps the sub-interval where the
     class changes, until :math:`(\text{hi}-\text{lo})\le` ``rtol`` :math:`\cdot\,\text{lo}`.

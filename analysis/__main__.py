@@ -1,0 +1,8 @@
+"""``python -m analysis check [--quick] [--json PATH]``: the theorem-check report (claims C1–C4)."""
+
+import sys
+
+from ._check import main
+
+if __name__ == "__main__":
+    sys.exit(main())

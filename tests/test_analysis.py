@@ -1,0 +1,384 @@
+"""Tests of analysis/: every expected value comes from a closed form, a hand derivation,
+or an independent scipy computation, never from the function under test."""
+
+import json
+import subprocess
+import sys
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+import scipy.optimize
+
+import analysis
+import flows
+
+SQ2 = np.sqrt(2.0)
+
+
+# Solves share one saving-grid size and one set of static options wherever possible, so
+# that jit compiles each (method, L, d) once for the whole module.
+N_SAVE = 41
+
+
+def grid(t1):
+    return np.linspace(0.0, t1, N_SAVE)
+
+
+def gd_rescaled(mu, alpha, depth, t1, **kw):
+    data = flows.single_example(mu)
+    theta0 = flows.balanced_init(np.asarray(alpha, dtype=float), depth)
+    kw = dict(ts=grid(t1), dense=True) | kw
+    return flows.solve(flows.GD(), data, theta0, t1=t1, rescaled=True, **kw)
+
+
+def l2sam_d1(alpha, t1, mu=2.0, rho=1.0):
+    """ℓ2-SAM, L = 2, d = 1: dw/dτ = μ (w - ρ/√2) (hand-derived from the rescaled flow)."""
+    return flows.solve(
+        flows.L2SAM(rho),
+        flows.single_example([mu]),
+        flows.balanced_init(alpha, 2, 1),
+        t1=t1,
+        rescaled=True,
+        ts=grid(t1),
+        dense=True,
+    )
+
+
+# --- dominant index and its fastest-growing variant ---------------------------------
+
+
+def test_dominant_index_matches_closed_form_gd():
+    # GD, L = 2: w_j = α_j e^{μ_j τ}, so log|β_j| = 2 log α_j + 2 μ_j τ.
+    mu, alpha = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.5, 0.2])
+    ts = grid(1.5)
+    traj = gd_rescaled(mu, alpha, 2, 1.5)
+    expected = np.argmax(2 * np.log(alpha) + 2 * mu * ts[:, None], axis=1)
+    assert analysis.dominant_index(traj).tolist() == expected.tolist()
+
+
+def test_dominant_index_tie_rule_and_unreached():
+    # Uniform α: every |β_j(0)| ties; the right limit for GD is argmax μ (rates 2 μ_j).
+    traj = gd_rescaled([1.0, 3.0, 2.0], [0.5, 0.5, 0.5], 2, 1.0)
+    assert analysis.dominant_index(traj).tolist() == [1] * N_SAVE
+    # d = 1, ℓ2-SAM, L = 2: dw/dτ = μ (w - ρ/√2); from α < ρ/√2 it collapses at
+    # τ_c = log((ρ/√2 - 1e-6 α) / (ρ/√2 - α)) / μ, after which nothing is reached.
+    mu, rho, a = 2.0, 1.0, 0.5
+    tau_c = np.log((rho / SQ2 - 1e-6 * a) / (rho / SQ2 - a)) / mu
+    traj = l2sam_d1(a, 2.1 * tau_c)
+    assert traj.status_name == "collapsed"
+    assert abs(float(traj.t_end) - tau_c) < 1e-8
+    expected = np.where(grid(2.1 * tau_c) <= tau_c, 0, -1)
+    assert analysis.dominant_index(traj).tolist() == expected.tolist()
+
+
+def test_fastest_growing_index_closed_form_l2sam():
+    # Initial rates (science.md §5): r_j = 2 μ_j (1 - ρ μ_j / (√2 α ‖μ‖)).
+    mu, rho = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0
+    for a in (0.3, 0.5, 0.7, 1.0):
+        p = analysis.Problem(
+            flows.L2SAM(rho),
+            flows.single_example(mu),
+            flows.balanced_init(a, 2, 5),
+            dict(t1=0.1, rescaled=True),
+        )
+        rates = 2 * mu * (1 - rho * mu / (SQ2 * a * np.linalg.norm(mu)))
+        np.testing.assert_allclose(p.rates(p.theta0), rates, rtol=1e-12)
+        got = analysis.fastest_growing_index(p.solve(), p)
+        assert got[0] == int(np.argmax(rates))
+
+
+def test_dominant_bad_input():
+    traj = gd_rescaled([1.0, 2.0, 3.0], [0.5, 0.5, 0.5], 2, 1.0)
+    with pytest.raises(ValueError, match="traj"):
+        analysis.dominant_index("not a trajectory")
+    with pytest.raises(ValueError, match="tie_rtol"):
+        analysis.dominant_index(traj, tie_rtol=-1.0)
+    batch = jax.vmap(lambda a: gd_rescaled([1.0, 2.0], [0.5, 0.5], 2, 1.0, dense=False))(np.ones(2))
+    with pytest.raises(ValueError, match="traj"):
+        analysis.dominant_index(batch)
+    with pytest.raises(ValueError, match="problem"):
+        analysis.fastest_growing_index(traj, problem=None)
+
+
+# --- switch times -------------------------------------------------------------------
+
+
+def test_switch_times_gd_l2_closed_form():
+    # Upper envelope of the lines 2 log α_j + 2 μ_j τ: 0 -> 1 at log 2, 1 -> 2 at log(5/2).
+    traj = gd_rescaled([1.0, 2.0, 3.0], [1.0, 0.5, 0.2], 2, 2.0)
+    s = analysis.switch_times(traj)
+    assert s.sequence == [0, 1, 2]
+    # solve's default rtol is 1e-8: the located times are that accurate, not the grid's 0.05.
+    np.testing.assert_allclose(s.times, [np.log(2.0), np.log(2.5)], rtol=1e-8)
+    assert s.before.tolist() == [0, 1] and s.after.tolist() == [1, 2] and s.final == 2
+
+
+def test_switch_times_gd_l3_closed_form_skips_middle_index():
+    # GD, L = 3: w_j = α_j / (1 - μ_j α_j τ). w_0 = w_2 at τ = 0.55 / 0.9; index 1 never leads.
+    mu, alpha = [1.0, 2.0, 3.0], [1.0, 0.6, 0.45]
+    traj = gd_rescaled(mu, alpha, 3, 0.7, rtol=1e-10, atol=1e-12)
+    s = analysis.switch_times(traj)
+    assert s.sequence == [0, 2]
+    np.testing.assert_allclose(s.times, [0.55 / 0.9], rtol=1e-9)
+
+
+def test_switch_times_tie_at_zero_problem_and_trajectory_agree():
+    # Uniform α, ℓ2-SAM: j†(0) is the fastest initial rate 2 μ_j (1 - ρ μ_j / (√2 α ‖μ‖)).
+    mu, rho, a = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0, 0.6
+    p = analysis.Problem(
+        flows.L2SAM(rho),
+        flows.single_example(mu),
+        flows.balanced_init(a, 2, 5),
+        dict(t1=50.0, rescaled=True),
+    )
+    expected0 = int(np.argmax(mu * (1 - rho * mu / (SQ2 * a * np.linalg.norm(mu)))))
+    s1, s2 = analysis.switch_times(p), analysis.switch_times(p.solve())
+    assert s1.initial == s2.initial == expected0
+    assert s1.sequence == s2.sequence and s1.final == 4
+    np.testing.assert_allclose(s1.times, s2.times, rtol=1e-12)
+    # At each located time the two leaders tie on the dense output.
+    traj = p.solve()
+    for t, a_, b_ in zip(s1.times, s1.before, s1.after, strict=True):
+        logb = np.sum(np.log(np.abs(np.asarray(traj.evaluate(t)))), axis=0)
+        assert abs(logb[a_] - logb[b_]) < 1e-9
+
+
+def test_switch_times_bad_input():
+    traj = gd_rescaled([1.0, 2.0, 3.0], [0.5, 0.5, 0.5], 2, 1.0)
+    with pytest.raises(ValueError, match="dense"):
+        analysis.switch_times(eqx.tree_at(lambda t: t.interpolation, traj, None))
+    with pytest.raises(ValueError, match="traj_or_problem"):
+        analysis.switch_times(42)
+    with pytest.raises(ValueError, match="samples_per_step"):
+        analysis.switch_times(traj, samples_per_step=0)
+
+
+# --- closed-form thresholds ------------------------------------------------------------
+
+
+def test_l2sam_thresholds_match_hand_formulas():
+    mu, rho = np.array([2.0, 1.0, 5.0, 3.0]), 0.7
+    n = np.linalg.norm(mu)
+    got = analysis.l2sam_thresholds(mu, rho)
+    np.testing.assert_allclose(
+        got, [rho / (SQ2 * n), 5 * rho / (SQ2 * n), 8 * rho / (SQ2 * n)], rtol=1e-14
+    )
+    got = analysis.l2sam_thresholds(mu, rho, per_layer=True)
+    np.testing.assert_allclose(got, [rho / n, 5 * rho / n, 8 * rho / n], rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (([1.0, -2.0], 1.0), "mu"),
+        (([[1.0, 2.0]], 1.0), "mu"),
+        (([1.0, 2.0], -1.0), "rho"),
+        (([2.0, 2.0], 1.0), "mu"),
+    ],
+)
+def test_l2sam_thresholds_bad_input(args, name):
+    with pytest.raises(ValueError, match=name):
+        analysis.l2sam_thresholds(*args)
+
+
+# --- regimes and boundaries ------------------------------------------------------------
+
+
+def test_critical_alpha_d1_is_rho_over_sqrt2():
+    # d = 1: dw/dτ = μ (w - ρ/√2), so α_c = ρ/√2 exactly (independent of μ).
+    for rho in (1.0, 0.3):
+        got = analysis.critical_alpha(flows.L2SAM(rho), [2.0], full_output=True)
+        assert abs(got.alpha / (rho / SQ2) - 1) <= 2e-8
+        assert got.bracket[1] - got.bracket[0] <= 1e-8 * got.bracket[0]
+    got = analysis.critical_alpha(flows.L2SAM(1.0), [2.0], bracket=(0.5, 1.0), rtol=1e-10)
+    assert abs(got / (1 / SQ2) - 1) <= 2e-10
+
+
+def test_critical_alpha_between_sympy_bounds_and_scale_invariant():
+    mu = [1.0, 2.0, 3.0, 4.0, 5.0]
+    b = analysis.critical_alpha(flows.L2SAM(1.0), mu, full_output=True)
+    n = np.linalg.norm(mu)
+    assert 1 / (SQ2 * n) < b.bracket[0] < b.bracket[1] < 5 / (SQ2 * n)  # all shrink / all grow
+    scaled = analysis.critical_alpha(flows.L2SAM(2.5), mu)
+    assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
+
+
+def test_direct_alpha_matches_hand_formula():
+    # Exact boundary: ρ (μ_(d) + μ_(d-1)) / (√2 ‖μ‖) (the top two initial rates tie).
+    mu, rho = [3.0, 4.0], 1.0
+    got = analysis.direct_alpha(flows.L2SAM(rho), mu)
+    assert abs(got / (7 * rho / (5 * SQ2)) - 1) <= 2e-8
+
+
+def test_regime_d1_and_gd():
+    m = flows.L2SAM(1.0)
+    assert analysis.regime(m, [2.0], 0.7) == "collapse"  # below 1/√2 = 0.7071
+    assert analysis.regime(m, [2.0], 0.715) == "direct"
+    assert analysis.regime(flows.GD(), [1.0, 2.0, 3.0], 1e-3) == "direct"
+
+
+def test_regime_three_regimes_from_hand_bounds():
+    mu, rho = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0
+    n = np.linalg.norm(mu)
+    m = flows.L2SAM(rho)
+    r = analysis.regime_path(m, mu, 0.99 * rho / (SQ2 * n))  # all shrink: collapse
+    assert r.regime == "collapse" and abs(r.loss_end - np.log(2)) < 1e-5
+    r = analysis.regime_path(m, mu, 1.01 * 5 * rho / (SQ2 * n))  # all grow, below α_s
+    assert r.regime == "sequential" and r.sequence[-1] == 4 and r.sequence[0] != 4
+    assert analysis.regime(m, mu, 1.01 * 9 * rho / (SQ2 * n)) == "direct"  # above α_s
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(alpha=0.0), "alpha"),
+        (dict(alpha=-1.0), "alpha"),
+        (dict(mu=[1.0, 0.0]), "mu"),
+        (dict(depth=0), "depth"),
+        (dict(method="sam"), "method"),
+        (dict(alpha=[1.0, 2.0, 3.0]), "alpha"),
+    ],
+)
+def test_regime_bad_input(kwargs, name):
+    args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0], alpha=0.5) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.regime(**args)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(rtol=0.0), "rtol"),
+        (dict(points=0), "points"),
+        (dict(bracket=(1.0, 0.5)), "bracket"),
+        (dict(mu=[[1.0]]), "mu"),
+        (dict(method=None), "method"),
+    ],
+)
+def test_critical_alpha_bad_input(kwargs, name):
+    args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0]) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.critical_alpha(**args)
+
+
+def test_boundaries_without_a_boundary_raise():
+    with pytest.raises(RuntimeError, match="no single boundary"):
+        analysis.critical_alpha(flows.GD(), [1.0, 2.0])  # GD never collapses
+    with pytest.raises(ValueError, match="mu"):
+        analysis.direct_alpha(flows.L2SAM(1.0), [2.0])
+
+
+# --- max margin and directional convergence -------------------------------------------
+
+
+def min_norm_in_hull(z):
+    """Independent ℓ2 max-margin direction: the min-norm point of conv{z_i} (NNLS)."""
+    n = z.shape[0]
+    big = 1e3
+    a = np.vstack([z.T, big * np.ones((1, n))])
+    lam, _ = scipy.optimize.nnls(a, np.r_[np.zeros(z.shape[1]), big], maxiter=10_000)
+    w = z.T @ lam
+    return w / np.linalg.norm(w)
+
+
+def test_max_margin_l2_against_convex_hull():
+    rng = np.random.default_rng(3)
+    y = rng.choice([-1.0, 1.0], 12)
+    x = y[:, None] * (rng.normal(size=(12, 4)) + np.array([2.0, 1.0, 0.0, 0.5]))
+    z = y[:, None] * x
+    got = analysis.max_margin(flows.Dataset(x, y), 2)
+    np.testing.assert_allclose(got, min_norm_in_hull(z), atol=1e-6)
+
+
+def test_max_margin_hand_cases():
+    # z = (1, 1), (1, -1): both max-margin problems give β = (1, 0).
+    data = flows.Dataset([[1.0, 1.0], [-1.0, 1.0]], [1, -1])
+    np.testing.assert_allclose(analysis.max_margin(data, 2), [1.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(analysis.max_margin(data, 1), [1.0, 0.0], atol=1e-12)
+    # One example μ: the ℓ1 solution is e_argmax μ, the ℓ2 solution μ/‖μ‖.
+    mu = np.array([1.0, 3.0, 2.0])
+    np.testing.assert_allclose(analysis.max_margin(flows.single_example(mu), 1), [0, 1, 0])
+    np.testing.assert_allclose(
+        analysis.max_margin(flows.single_example(mu), 2), mu / np.linalg.norm(mu), atol=1e-9
+    )
+
+
+def test_max_margin_bad_input():
+    with pytest.raises(ValueError, match="data"):
+        analysis.max_margin(flows.Dataset([[1.0], [1.0]], [1, -1]), 2)
+    with pytest.raises(ValueError, match="data"):
+        analysis.max_margin(np.ones((2, 2)), 1)
+    for p in (3, 0, True, "2"):
+        with pytest.raises(ValueError, match="`p`"):
+            analysis.max_margin(flows.single_example([1.0]), p)
+
+
+def test_direction_cosine_limit_and_rate_closed_form():
+    # GD, L = 2: β_j = α_j² e^{2 μ_j τ}; 1 - cos(β, e_1) ≈ ½ e^{-4 (μ_1 - μ_0) τ}.
+    mu, alpha = np.array([1.0, 1.5, 0.5]), np.array([0.8, 0.3, 0.5])
+    ts = grid(8.0)
+    traj = gd_rescaled(mu, alpha, 2, 8.0, escape_tol=1e12)
+    beta = alpha**2 * np.exp(2 * mu * ts[:, None])
+    v = np.array([1.0, 1.0, 0.0])
+    expected = beta @ v / (np.linalg.norm(beta, axis=1) * np.sqrt(2))
+    np.testing.assert_allclose(analysis.direction_cosine(traj, v), expected, rtol=1e-7)
+    b_end = alpha**2 * np.exp(2 * mu * float(traj.t_end))
+    np.testing.assert_allclose(
+        analysis.limit_direction(traj), b_end / np.linalg.norm(b_end), rtol=1e-7
+    )
+    rate = analysis.convergence_rate(traj, [0.0, 1.0, 0.0], model="exp", tail=0.5)
+    assert abs(rate.rate / (4 * 0.5) - 1) < 5e-3  # the fit also sees the O(r⁴) terms
+
+
+def test_direction_bad_input():
+    traj = gd_rescaled([1.0, 2.0, 3.0], [0.5, 0.5, 0.5], 2, 1.0)
+    for bad in ([0.0, 0.0, 0.0], [1.0], [np.nan, 1.0, 0.0]):
+        with pytest.raises(ValueError, match="direction"):
+            analysis.direction_cosine(traj, bad)
+    with pytest.raises(ValueError, match="model"):
+        analysis.convergence_rate(traj, [1.0, 0.0, 0.0], model="linear")
+    with pytest.raises(ValueError, match="tail"):
+        analysis.convergence_rate(traj, [1.0, 0.0, 0.0], tail=0.0)
+    with pytest.raises(ValueError, match="traj"):
+        analysis.limit_direction(None)
+
+
+# --- loss plateau ----------------------------------------------------------------------
+
+
+def test_loss_plateau_at_the_d1_equilibrium():
+    # d = 1, α = ρ/√2: the rescaled flow sits at its equilibrium, so the loss is the
+    # constant ℓ(μ ρ²/2) over the whole run.
+    mu, rho = 2.0, 1.0
+    pl = analysis.loss_plateau(l2sam_d1(rho / SQ2, 5.0), band=1e-6)
+    assert (pl.start, pl.end) == (0.0, 5.0)
+    assert abs(pl.height / np.log1p(np.exp(-mu * rho**2 / 2)) - 1) < 1e-9
+
+
+def test_loss_plateau_none_on_steady_decrease_and_bad_band():
+    traj = gd_rescaled([1.0, 2.0, 3.0], [0.5, 0.5, 0.5], 2, 2.0)
+    assert analysis.loss_plateau(traj, band=1e-3).duration == 0.0
+    with pytest.raises(ValueError, match="band"):
+        analysis.loss_plateau(traj, band=0.0)
+
+
+# --- the report -------------------------------------------------------------------------
+
+
+def test_check_cli_quick_json(tmp_path):
+    path = tmp_path / "check.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis", "check", "--quick", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(path.read_text())["rows"]
+    assert {r["claim"] for r in rows} == {"C1", "C2", "C3", "C4"}
+    for r in rows:
+        assert set(r) == {"claim", "setting", "prediction", "measurement", "tolerance", "result"}
+        assert r["result"] == "PASS" or r["result"].startswith("WAITING")
+    assert len(proc.stdout.strip().splitlines()) == len(rows) + 2  # header, rows, summary
