@@ -23,6 +23,8 @@ from ._plateau import loss_plateau
 from ._regime import critical_alpha, direct_alpha, regime_path
 
 WAITING = "WAITING (issue 3: ℓ∞-SAM Filippov solver)"
+# One saving grid and escape_tol for the rescaled ℓ2-SAM solves of C3 and C4 (one compilation).
+PLATEAU_GRID = jnp.linspace(0.0, 40.0, 4001)
 
 
 @dataclasses.dataclass
@@ -186,6 +188,7 @@ def _linf_fate_row(mu, alpha, rho):
                 flows.balanced_init(alpha, 2),
                 t1=1e3,
                 rescaled=True,
+                escape_tol=1e12,
             ),
             method,
         )
@@ -276,7 +279,7 @@ def check_c3(quick=False):
             t1=1e3,
             rescaled=True,
             escape_tol=1e12,
-            ts=jnp.linspace(0.0, 12.0, 241),
+            ts=PLATEAU_GRID,
         )
         gap = 1 - float(limit_direction(traj) @ b1)
         rate = convergence_rate(traj, b1, model="exp", tail=0.3)
@@ -453,7 +456,8 @@ def check_c4(quick=False):
             flows.balanced_init(a, 2, 5),
             t1=1e3,
             rescaled=True,
-            ts=jnp.linspace(0.0, 40.0, 4001),
+            ts=PLATEAU_GRID,
+            escape_tol=1e12,
         )
         pl = loss_plateau(traj, band=1e-3)
         j = int(np.argmax(np.abs(np.asarray(traj.beta))[int(np.searchsorted(traj.ts, pl.end)) - 1]))

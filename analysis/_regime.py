@@ -207,9 +207,11 @@ def _classify(method, data, depth, alphas, *, t1, options, grid):
 
     With ``grid`` a second vmapped pass saves each run on 2001 points of its own
     ``[0, t_end]``, to see interior excursions of j†; without it only statuses count.
+    Both passes have the same static configuration, so one compilation serves both
+    boundaries.
     """
     alphas = jnp.asarray(alphas, dtype=jnp.float64)
-    opts = tuple(sorted({**options, "n_grid": 2001 if grid else 2}.items()))
+    opts = tuple(sorted({**options, "n_grid": 2001}.items()))
     t1 = jnp.asarray(t1, dtype=jnp.float64)  # traced: no recompilation per t1
     status, t_end, other = _batch(method, data, alphas, jnp.full(alphas.shape, t1), depth, t1, opts)
     if grid:
@@ -300,22 +302,12 @@ def _change(alphas, flags, what, where):
     return float(alphas[k]), float(alphas[k + 1])
 
 
-def _solver(max_steps, collapse_tol, escape_tol, loss, solver_rtol, solver_atol):
-    return dict(
-        max_steps=check_count("max_steps", max_steps),
-        collapse_tol=collapse_tol,
-        escape_tol=escape_tol,
-        loss=loss,
-        rtol=solver_rtol,
-        atol=solver_atol,
-    )
-
-
-def critical_alpha(
+def _search(
     method,
     mu,
-    depth: int = 2,
+    depth,
     *,
+    kind,
     rtol: float = 1e-8,
     points: int = 17,
     bracket=None,
@@ -329,6 +321,34 @@ def critical_alpha(
     solver_atol: float = 1e-16,
     full_output: bool = False,
 ):
+    """The keyword options of :func:`critical_alpha` and :func:`direct_alpha`, in one place."""
+    solver = dict(
+        max_steps=check_count("max_steps", max_steps),
+        collapse_tol=collapse_tol,
+        escape_tol=escape_tol,
+        loss=loss,
+        rtol=solver_rtol,
+        atol=solver_atol,
+    )
+    below = {"critical_alpha": lambda c: c == COLLAPSE, "direct_alpha": lambda c: c != DIRECT}
+    out = _boundary(
+        method,
+        mu,
+        depth,
+        below=below[kind],
+        rtol=rtol,
+        points=points,
+        bracket=bracket,
+        scan=scan,
+        t1=t1,
+        solver=solver,
+        grid=kind == "direct_alpha",
+        what=kind,
+    )
+    return out if full_output else out.alpha
+
+
+def critical_alpha(method, mu, depth: int = 2, **options):
     r"""Collapse/escape boundary :math:`\alpha_c`: collapse below :math:`\alpha_c`, escape above.
 
     The rescaled single-example flow from :math:`w^{(l)}(0)=\alpha\mathbf 1` (scalar
@@ -356,54 +376,26 @@ def critical_alpha(
         method: a flows method (ℓ2-SAM, ℓ∞-SAM, LE-SAM; GD never collapses).
         mu: the example, shape ``(d,)``.
         depth: number of layers.
-        rtol: relative width of the final bracket.
-        points: α values per vmapped round.
-        bracket: ``(lo, hi)`` with lo collapsing and hi escaping, instead of the scan.
-        scan: half-width of the default scan in powers of two.
-        t1, max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`.
-        solver_rtol, solver_atol: tolerances of :func:`flows.solve` (static: one compilation).
-        full_output: return a :class:`Boundary` (bracket, rounds, solves) instead of a float.
+        options: keywords, with defaults
+            ``rtol=1e-8``: relative width of the final bracket;
+            ``points=17``: α values per vmapped round (and in the scan);
+            ``bracket=None``: ``(lo, hi)``, lo collapsing and hi escaping, instead of the scan;
+            ``scan=8``: half-width of the default scan in powers of two;
+            ``t1=None`` (:math:`1000/\min\mu`), ``max_steps=100_000``, ``collapse_tol=1e-6``,
+            ``escape_tol=1e6``, ``loss="logistic"``: passed to :func:`flows.solve`;
+            ``solver_rtol=1e-11``, ``solver_atol=1e-16``: its tolerances (static: one
+            compilation serves every round and both boundaries);
+            ``full_output=False``: return a :class:`Boundary` (bracket, rounds, solves)
+            instead of a float.
 
     >>> import flows, analysis
     >>> round(analysis.critical_alpha(flows.L2SAM(1.0), [2.0]), 8)  # d = 1: ρ/√2
     0.70710678
     """
-    solver = _solver(max_steps, collapse_tol, escape_tol, loss, solver_rtol, solver_atol)
-    out = _boundary(
-        method,
-        mu,
-        depth,
-        below=lambda c: c == COLLAPSE,
-        rtol=rtol,
-        points=points,
-        bracket=bracket,
-        scan=scan,
-        t1=t1,
-        solver=solver,
-        grid=False,
-        what="critical_alpha",
-    )
-    return out if full_output else out.alpha
+    return _search(method, mu, depth, kind="critical_alpha", **options)
 
 
-def direct_alpha(
-    method,
-    mu,
-    depth: int = 2,
-    *,
-    rtol: float = 1e-8,
-    points: int = 17,
-    bracket=None,
-    scan: int = 8,
-    t1=None,
-    max_steps: int = 100_000,
-    collapse_tol: float = 1e-6,
-    escape_tol: float = 1e6,
-    loss: str = "logistic",
-    solver_rtol: float = 1e-11,
-    solver_atol: float = 1e-16,
-    full_output: bool = False,
-):
+def direct_alpha(method, mu, depth: int = 2, **options):
     r"""Sequential/direct boundary :math:`\alpha_s`: direct above, sequential (or collapse) below.
 
     A run is *direct* when it escapes and :math:`j^\dagger=\arg\max\mu` at :math:`\tau=0^+`
@@ -426,19 +418,4 @@ def direct_alpha(
     """
     if check_mu(mu).shape[0] < 2:
         raise ValueError("`mu` must have d >= 2 entries: with d = 1 every escape is direct.")
-    solver = _solver(max_steps, collapse_tol, escape_tol, loss, solver_rtol, solver_atol)
-    out = _boundary(
-        method,
-        mu,
-        depth,
-        below=lambda c: c != DIRECT,
-        rtol=rtol,
-        points=points,
-        bracket=bracket,
-        scan=scan,
-        t1=t1,
-        solver=solver,
-        grid=True,
-        what="direct_alpha",
-    )
-    return out if full_output else out.alpha
+    return _search(method, mu, depth, kind="direct_alpha", **options)
