@@ -28,12 +28,13 @@ import flows  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="grid is n × n (default 1000)")
-    parser.add_argument("--chunk", type=int, default=None, help="default: 2048 per device")
+    parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
     parser.add_argument("--cache", default=None)
     parser.add_argument("--fresh", action="store_true", help="time from scratch (new cache)")
     args = parser.parse_args()
+    args.chunk = args.chunk or flows.default_chunk()
     common.header(f"workload 5: {args.n}x{args.n} sweep on {jax.default_backend()}")
-    chunk = args.chunk or 2048 * len(jax.local_devices())
+    chunk = args.chunk
     here = os.path.dirname(os.path.abspath(__file__))
     cache = args.cache or os.path.join(here, "results", "cache")
     if args.fresh:

@@ -65,11 +65,12 @@ def run_baseline(point_fn, alphas, rhos):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=256, help="grid is n × n (default 256)")
-    parser.add_argument("--chunk", type=int, default=2048, help="points per chunk")
+    parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", type=int, default=24, help="baseline subsample size")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    args.chunk = args.chunk or flows.default_chunk()
     common.header(f"workload 1: {args.n}x{args.n} (alpha, rho) sweep vs scipy LSODA")
 
     grid, res, compile_s, walls, cpus = run_sweep(args.n, args.chunk, args.repeats)

@@ -433,7 +433,7 @@ def sweep(
     product: bool = True,
     order: Callable | None = None,
     chunk_size: int | None = None,
-    max_chunk: int = 4096,
+    max_chunk: int | None = None,
     memory_budget: int | None = None,
     cache_dir=None,
     config: Mapping | None = None,
@@ -468,6 +468,8 @@ def sweep(
         chunk_size: points per compiled batch; default: ``max_chunk`` (or ``N``),
             halved until XLA's memory analysis fits in ``memory_budget`` bytes
             (default min(2 GiB, RAM/4)). Rounded up to a multiple of the device count.
+        max_chunk: default :func:`default_chunk` (256 points per CPU device, 8192
+            per accelerator).
         cache_dir: folder for chunk files, ``result.npz`` and ``manifest.json``
             (under ``cache_dir/<key>/``); ``None`` keeps results in memory only.
         config: extra JSON-able configuration that ``fn`` depends on and that is
@@ -509,6 +511,11 @@ def sweep(
             raise ValueError(f"with product=False all `params` need one length; got {lengths}.")
         grid_shape = (next(iter(lengths.values())),)
     n_points = int(np.prod(grid_shape))
+    devices = list(jax.local_devices() if devices is None else devices)
+    if not devices:
+        raise ValueError("`devices` must hold at least one device.")
+    if max_chunk is None:
+        max_chunk = default_chunk(devices)
     for name, value in (("max_chunk", max_chunk), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             raise ValueError(f"`{name}` must be an integer; got {value!r}.")
@@ -525,9 +532,6 @@ def sweep(
         json.dumps(config)
     except TypeError as err:
         raise ValueError(f"`config` must be JSON-serialisable: {err}") from None
-    devices = list(jax.local_devices() if devices is None else devices)
-    if not devices:
-        raise ValueError("`devices` must hold at least one device.")
     uses_key = "key" in inspect.signature(fn).parameters
 
     # The dynamic points, flattened, then ordered by expected cost.
@@ -667,6 +671,8 @@ def sweep(
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as err:  # noqa: BLE001 - one bad point must not kill the sweep
+            if "KeyboardInterrupt" in str(err):  # Ctrl-C inside a host callback, re-wrapped
+                raise KeyboardInterrupt from err
             if hi - lo == 1:
                 return None, [(int(perm[lo]), _error_message(err))]
             mid = (lo + hi) // 2
@@ -770,6 +776,20 @@ def sweep(
         _save_npz(folder / "result.npz", arrays)
         _save_json(folder / "manifest.json", manifest)
     return result
+
+
+def default_chunk(devices=None) -> int:
+    """Default points per chunk: 256 per CPU device, 8192 per GPU/TPU.
+
+    Measured on workload 1 (issue 6, benchmarks/README.md): on CPU a vmapped
+    adaptive solve costs least per point at 256 points per device (the batch's
+    working set stays in cache, and small ordered chunks waste few lockstep
+    steps); 2048 per device costs ~1.7× more CPU time per point. Accelerators need
+    large batches to fill the device.
+    """
+    devices = list(jax.local_devices() if devices is None else devices)
+    per_device = 256 if devices[0].platform == "cpu" else 8192
+    return per_device * len(devices)
 
 
 def chunk_efficiency(n_steps, chunk_size: int) -> float:
