@@ -204,7 +204,7 @@ def solve(
                 "backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'."
             )
         if dense:
-            raise ValueError("`dense=True` is supported by backend='diffrax' only.")
+            raise ValueError("`dense` must be False for backend='scipy' (diffrax only).")
         if _is_filippov(method):
             from ._filippov import solve_filippov_scipy
 
@@ -214,8 +214,14 @@ def solve(
 
 
 def _is_filippov(method) -> bool:
-    """ℓ∞-SAM with the exact sign is integrated as a Filippov system (issue 3)."""
-    return isinstance(method, LinfSAM) and method.delta is None
+    """ℓ∞-SAM with the exact sign is integrated as a Filippov system (issue 3).
+
+    A concrete ``rho == 0`` is GD (a continuous field) and takes the smooth path, so
+    that ``LinfSAM(0)`` and ``GD()`` agree exactly.
+    """
+    if not isinstance(method, LinfSAM) or method.delta is not None:
+        return False
+    return is_traced(method.rho) or float(method.rho) != 0.0
 
 
 def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
@@ -325,6 +331,30 @@ def _solve_diffrax(
     )
 
 
+def _step_budget_event(max_steps):
+    """A terminal ``solve_ivp`` event that fires once ``max_steps`` steps were taken.
+
+    ``solve_ivp`` has no step budget, but it evaluates events once at the end of
+    every step (at increasing t) before it root-finds. The event counts those
+    calls; when the budget is spent it becomes the deterministic function
+    ``t_mid - t`` (``t_mid`` the middle of the last step), so that the root
+    finder sees a sign change and stops the run inside the last step.
+    """
+    state = {"count": 0, "t_last": -np.inf, "t_mid": None}
+
+    def budget(t, y):
+        del y
+        if state["t_mid"] is None and t > state["t_last"]:
+            state["count"] += 1
+            if state["count"] > max_steps:  # the first call is at t0, before any step
+                state["t_mid"] = 0.5 * (state["t_last"] + t)
+            state["t_last"] = t
+        return 1.0 if state["t_mid"] is None else state["t_mid"] - t
+
+    budget.terminal, budget.direction = True, -1
+    return budget
+
+
 @eqx.filter_jit
 def _flat_field(method, data, t, y, *, shape, loss, rescaled):
     return field(method, data, loss, rescaled)(t, y.reshape(shape)).ravel()
@@ -370,15 +400,7 @@ def _solve_scipy(
         ev.terminal, ev.direction = True, direction
         scipy_events.append(ev)
         codes.append(code)
-    # solve_ivp has no step budget: an event evaluated once per step counts them.
-    calls = [0]
-
-    def budget(t, y):
-        calls[0] += 1
-        return max_steps + 1.5 - calls[0]
-
-    budget.terminal, budget.direction = True, -1
-    scipy_events.append(budget)
+    scipy_events.append(_step_budget_event(max_steps))
     codes.append(Status.MAX_STEPS)
 
     implicit = solver in ("LSODA", "Radau", "BDF")

@@ -1,0 +1,149 @@
+"""diffrax against scipy, and event times against closed forms (issue 2, test 2)."""
+
+import numpy as np
+import pytest
+
+import flows
+from tests.helpers import separable_data, smooth_methods
+
+TOL = dict(rtol=1e-10, atol=1e-12)
+
+
+def relative_path_error(a, b):
+    """max_t ‖β_a(t) − β_b(t)‖ / max_t ‖β_b(t)‖ over the saved path."""
+    a, b = np.asarray(a.beta), np.asarray(b.beta)
+    return np.max(np.linalg.norm(a - b, axis=-1)) / np.max(np.linalg.norm(b, axis=-1))
+
+
+@pytest.mark.parametrize("name", list(smooth_methods()))
+@pytest.mark.parametrize("depth", [2, 3])
+def test_plain_flow_diffrax_matches_scipy(name, depth):
+    method = smooth_methods()[name]
+    data = separable_data(n=5, d=3, seed=depth)
+    theta0 = flows.balanced_init(np.array([0.3, 0.5, 0.7]), depth)
+    kw = dict(t1=20.0, ts=np.linspace(0, 20.0, 41), **TOL)
+    dx = flows.solve(method, data, theta0, **kw)
+    sp = flows.solve(method, data, theta0, backend="scipy", **kw)
+    assert dx.status_name == sp.status_name == "ok"
+    assert relative_path_error(dx, sp) < 1e-6
+    assert dx.n_steps > 0 and sp.n_steps > 0
+
+
+@pytest.mark.parametrize("name", list(smooth_methods()))
+def test_rescaled_flow_diffrax_matches_scipy(name):
+    method = smooth_methods()[name]
+    data = flows.single_example([1.0, 2.0, 3.0])
+    theta0 = flows.balanced_init(0.4, 2, d=3)
+    kw = dict(t1=3.0, ts=np.linspace(0, 3.0, 31), rescaled=True, escape_tol=None, **TOL)
+    dx = flows.solve(method, data, theta0, **kw)
+    sp = flows.solve(method, data, theta0, backend="scipy", solver="Radau", **kw)
+    assert dx.status_name == sp.status_name == "ok"
+    assert relative_path_error(dx, sp) < 1e-6
+
+
+@pytest.mark.parametrize("solver", ["kvaerno5", "dopri8"])
+def test_other_diffrax_solvers_match_scipy(solver):
+    """One stiff (Kvaerno5, ESDIRK) and one high-order explicit run against LSODA."""
+    data = separable_data(n=5, d=4, seed=7)
+    theta0 = flows.balanced_init(np.array([0.2, 0.4, 0.6, 0.8]), 2)
+    kw = dict(t1=30.0, ts=np.linspace(0, 30.0, 31), **TOL)
+    method = flows.L2SAM(0.2)
+    dx = flows.solve(method, data, theta0, solver=solver, **kw)
+    sp = flows.solve(method, data, theta0, backend="scipy", solver="BDF", **kw)
+    assert dx.status_name == "ok"
+    assert relative_path_error(dx, sp) < 1e-6
+
+
+# --- events against closed forms (single example, d = 1, balanced, L = 2) --------------
+# ℓ2-SAM rescaled: dw/dτ = μ (w − ρ/√2) for w > 0 (science.md §5 with d = 1), so
+# w(τ) = c + (α − c) e^{μτ}, c = ρ/√2; collapse when w = tol·α.
+# GD rescaled: dw/dτ = μ w, so w = α e^{μτ}; escape when w = E·α.
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_collapse_time_closed_form(backend):
+    mu, alpha, rho, tol = 1.7, 0.2, 0.5, 1e-6
+    c = rho / np.sqrt(2)
+    tau_star = np.log((c - tol * alpha) / (c - alpha)) / mu
+    traj = flows.solve(
+        flows.L2SAM(rho),
+        flows.single_example([mu]),
+        flows.balanced_init(alpha, 2, d=1),
+        t1=10.0,
+        rescaled=True,
+        collapse_tol=tol,
+        backend=backend,
+        **TOL,
+    )
+    assert traj.status_name == "collapsed"
+    assert abs(float(traj.t_end) - tau_star) < 1e-8 * tau_star
+    # the stored path follows the closed form up to the event, and is NaN after it
+    w = c + (alpha - c) * np.exp(mu * np.asarray(traj.ts))
+    reached = np.asarray(traj.reached)
+    np.testing.assert_allclose(np.asarray(traj.thetas)[reached, 0, 0], w[reached], rtol=1e-8)
+    assert np.all(np.isnan(np.asarray(traj.thetas)[~reached]))
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_escape_time_closed_form(backend):
+    mu, alpha, escape = 0.8, 0.3, 1e4
+    traj = flows.solve(
+        flows.GD(),
+        flows.single_example([mu]),
+        flows.balanced_init(alpha, 2, d=1),
+        t1=50.0,
+        rescaled=True,
+        escape_tol=escape,
+        backend=backend,
+        **TOL,
+    )
+    assert traj.status_name == "escaped"
+    tau_star = np.log(escape) / mu
+    assert abs(float(traj.t_end) - tau_star) < 1e-8 * tau_star
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_converged_time_closed_form(backend):
+    """L = 1, exponential loss: β' = μ e^{-μβ}, so the loss e^{-μβ} = 1/(e^{μβ₀} + μ² t)."""
+    mu, beta0, loss_tol = 1.3, 0.1, 1e-3
+    traj = flows.solve(
+        flows.GD(),
+        flows.single_example([mu]),
+        np.array([[beta0]]),
+        t1=1e4,
+        loss="exponential",
+        loss_tol=loss_tol,
+        backend=backend,
+        **TOL,
+    )
+    assert traj.status_name == "converged"
+    t_star = (1 / loss_tol - np.exp(mu * beta0)) / mu**2
+    assert abs(float(traj.t_end) - t_star) < 1e-7 * t_star
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_step_budget_sets_max_steps(backend):
+    traj = flows.solve(
+        flows.GD(),
+        separable_data(),
+        flows.balanced_init(0.5, 2, d=3),
+        t1=1e6,
+        max_steps=5,
+        backend=backend,
+    )
+    assert traj.status_name == "max_steps"
+    assert float(traj.t_end) < 1e6
+
+
+def test_overflow_is_reported_nonfinite():
+    """L = 3 GD rescaled blows up in finite τ (w' = μ w², w = α/(1 − ματ)); no event set."""
+    traj = flows.solve(
+        flows.GD(),
+        flows.single_example([1.0]),
+        flows.balanced_init(1.0, 3, d=1),
+        t1=2.0,
+        rescaled=True,
+        escape_tol=None,
+    )
+    assert traj.status_name in ("nonfinite", "max_steps")
+    assert float(traj.t_end) <= 1.0 + 1e-6  # blow-up at τ = 1/(μα) = 1

@@ -1,0 +1,116 @@
+"""Discrete updates: against the flow (order 1), against optax's SAM, and ρ = 0 = GD."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import flows
+from tests.helpers import all_methods, separable_data
+
+
+def cosine_sigma(t):
+    """An annealed LE-SAM budget σ(t) (the training schedule of the LE-SAM paper)."""
+    return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 2.0, 1.0)))
+
+
+ORDER_CASES = {
+    "gd": flows.GD(),
+    "l2sam": flows.L2SAM(0.3),
+    "l2sam_layer": flows.L2SAM(0.3, per_layer=True),
+    "lesam": flows.LESAM(0.35, 0.3),
+    "lesam_schedule": flows.LESAM(cosine_sigma, 0.3),
+}
+
+
+@pytest.mark.parametrize("name", list(ORDER_CASES))
+def test_discrete_converges_to_flow_at_order_one(name):
+    """‖θ_K − θ(Kη)‖ ∝ η: the log-log slope over 5 values of η is 1 ± 0.15."""
+    method = ORDER_CASES[name]
+    data = separable_data(n=5, d=3, seed=3)
+    theta0 = flows.balanced_init(np.array([0.3, 0.5, 0.7]), 2)
+    T = 2.0
+    flow = flows.solve(method, data, theta0, t1=T, ts=[T], rtol=1e-12, atol=1e-14)
+    assert flow.status_name == "ok"
+    lrs = T / np.array([40, 80, 160, 320, 640])
+    errors = []
+    for lr in lrs:
+        steps = int(round(T / lr))
+        it = flows.iterate(method, data, theta0, lr=lr, steps=steps, every=steps)
+        assert float(it.ts[-1]) == pytest.approx(T)
+        errors.append(float(jnp.linalg.norm(it.thetas[-1] - flow.thetas[-1])))
+    slope = np.polyfit(np.log(lrs), np.log(errors), 1)[0]
+    assert abs(slope - 1.0) < 0.15, (slope, errors)
+
+
+def optax_sam_steps(adversary, data, theta0, lr, rho, steps):
+    """`steps` SAM steps with optax.contrib.sam: each is one adversarial + one outer call."""
+    opt = optax.contrib.sam(optax.sgd(lr), optax.chain(adversary, optax.sgd(rho)), sync_period=2)
+    grad = jax.grad(lambda th: flows.objective(th, data))
+    params, state = jnp.asarray(theta0), opt.init(theta0)
+    for _ in range(2 * steps):
+        updates, state = opt.update(grad(params), state, params)
+        params = optax.apply_updates(params, updates)
+    return params
+
+
+@pytest.mark.parametrize(
+    "method, adversary",
+    [
+        (flows.L2SAM(0.07), optax.contrib.normalize()),
+        (flows.LinfSAM(0.07), optax.scale_by_sign()),
+    ],
+    ids=["l2", "linf"],
+)
+@pytest.mark.parametrize("steps", [1, 5])
+def test_discrete_step_matches_optax_sam(method, adversary, steps):
+    data = separable_data(n=6, d=4, seed=5)
+    rng = np.random.default_rng(1)
+    theta0 = rng.normal(size=(3, 4))
+    lr = 0.1
+    expected = optax_sam_steps(adversary, data, theta0, lr, float(method.rho), steps)
+    got = flows.iterate(method, data, theta0, lr=lr, steps=steps, every=steps).thetas[-1]
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "method",
+    [flows.L2SAM(0.0), flows.L2SAM(0.0, per_layer=True), flows.LinfSAM(0.0), flows.LESAM(0.0, 0.3)],
+)
+def test_zero_radius_is_gd_exactly(method):
+    data = separable_data(n=4, d=3, seed=2)
+    theta0 = flows.balanced_init(np.array([0.2, 0.5, 0.9]), 2)
+    gd_it = flows.iterate(flows.GD(), data, theta0, lr=0.05, steps=50, every=10)
+    it = flows.iterate(method, data, theta0, lr=0.05, steps=50, every=10)
+    np.testing.assert_array_equal(np.asarray(it.thetas), np.asarray(gd_it.thetas))
+    kw = dict(t1=5.0, ts=np.linspace(0, 5, 11))
+    gd_fl = flows.solve(flows.GD(), data, theta0, **kw)
+    fl = flows.solve(method, data, theta0, **kw)
+    np.testing.assert_array_equal(np.asarray(fl.thetas), np.asarray(gd_fl.thetas))
+    assert int(fl.n_steps) == int(gd_fl.n_steps)
+
+
+def test_iterate_saving_grid_and_status():
+    data = flows.single_example([1.0, 2.0])
+    theta0 = flows.balanced_init(0.5, 2, d=2)
+    it = flows.iterate(flows.L2SAM(0.1), data, theta0, lr=0.01, steps=300, every=100)
+    np.testing.assert_allclose(np.asarray(it.ts), [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(it.thetas[0]), np.asarray(theta0))
+    assert it.thetas.shape == (4, 2, 2) and it.beta.shape == (4, 2) and it.loss.shape == (4,)
+    assert it.status_name == "ok" and int(it.n_steps) == 300
+    # saved iterates are the same as a run saving every step
+    full = flows.iterate(flows.L2SAM(0.1), data, theta0, lr=0.01, steps=300)
+    np.testing.assert_array_equal(np.asarray(full.thetas[::100]), np.asarray(it.thetas))
+    # an overflowing run is reported, not silent: margin −1200 makes e^{1200} = inf
+    theta_bad = np.array([[-20.0, -20.0], [20.0, 20.0]])
+    bad = flows.iterate(flows.GD(), data, theta_bad, lr=0.1, steps=5, loss="exponential")
+    assert bad.status_name == "nonfinite"
+
+
+def test_all_methods_run_discrete():
+    data = separable_data()
+    for name, method in all_methods().items():
+        it = flows.iterate(method, data, flows.balanced_init(0.5, 2, d=3), lr=0.1, steps=20)
+        assert it.status_name == "ok", name
+        assert float(it.loss[-1]) < float(it.loss[0]), name

@@ -1,0 +1,108 @@
+"""Bad input gets a ValueError naming the argument (issue 2, test 7)."""
+
+import jax
+import numpy as np
+import pytest
+
+import flows
+
+DATA = flows.single_example([1.0, 2.0])
+THETA = flows.balanced_init(0.5, 2, d=2)
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: flows.Dataset([[1.0, 2.0]], [0.5]), "`y`"),
+        (lambda: flows.Dataset([[1.0, 2.0]], [1.0, -1.0]), "`y`"),
+        (lambda: flows.Dataset([1.0, 2.0], [1.0]), "`X`"),
+        (lambda: flows.Dataset([[1.0, np.nan]], [1.0]), "`X`"),
+        (lambda: flows.Dataset([[1.0, np.inf]], [1.0]), "`X`"),
+        (lambda: flows.single_example([[1.0, 2.0]]), "`mu`"),
+        (lambda: flows.single_example([1.0, np.nan]), "`mu`"),
+        (lambda: flows.balanced_init(0.0, 2, d=2), "`alpha`"),
+        (lambda: flows.balanced_init(-1.0, 2, d=2), "`alpha`"),
+        (lambda: flows.balanced_init(np.nan, 2, d=2), "`alpha`"),
+        (lambda: flows.balanced_init([0.5, -0.1], 2), "`alpha`"),
+        (lambda: flows.balanced_init(0.5, 0, d=2), "`depth`"),
+        (lambda: flows.balanced_init(0.5, 2.5, d=2), "`depth`"),
+        (lambda: flows.balanced_init(0.5, 2), "`d`"),
+        (lambda: flows.balanced_init([0.5, 0.5], 2, d=3), "`d`"),
+        (lambda: flows.L2SAM(-0.1), "`rho`"),
+        (lambda: flows.L2SAM(np.inf), "`rho`"),
+        (lambda: flows.L2SAM([0.1, 0.2]), "`rho`"),
+        (lambda: flows.L2SAM(0.1, per_layer="yes"), "`per_layer`"),
+        (lambda: flows.LinfSAM(-0.1), "`rho`"),
+        (lambda: flows.LESAM(-0.1, 0.3), "`sigma`"),
+        (lambda: flows.LESAM(0.3, -0.3), "`rho_max`"),
+        (lambda: flows.LESAM(0.3, 0.3, eps=0.0), "`eps`"),
+        (lambda: flows.solve("gd", DATA, THETA, t1=1.0), "`method`"),
+        (lambda: flows.solve(flows.GD(), (DATA.X, DATA.y), THETA, t1=1.0), "`data`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA[:, :1], t1=1.0), "`theta0`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA[0], t1=1.0), "`theta0`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA * np.nan, t1=1.0), "`theta0`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=-1.0), "`t1`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, ts=[0.5, 2.0]), "`ts`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, ts=[0.5, 0.2]), "`ts`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, loss="hinge"), "`loss`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, backend="torch"), "`backend`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, solver="euler"), "`solver`"),
+        (
+            lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, backend="scipy", solver="tsit5"),
+            "`solver`",
+        ),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, rtol=0.0), "`rtol`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, atol=-1.0), "`atol`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, max_steps=0), "`max_steps`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, collapse_tol=2.0), "`collapse_tol`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, escape_tol=0.5), "`escape_tol`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, loss_tol=-1.0), "`loss_tol`"),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, rescaled="yes"), "`rescaled`"),
+        (
+            lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, backend="scipy", dense=True),
+            "`dense`",
+        ),
+        (
+            lambda: flows.solve(
+                flows.GD(),
+                flows.Dataset([[1.0, 2.0], [2.0, 1.0]], [1, -1]),
+                THETA,
+                t1=1.0,
+                rescaled=True,
+            ),
+            "`rescaled=True`",
+        ),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.0, steps=10), "`lr`"),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=0), "`steps`"),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=10, every=3), "`steps`"),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=10, every=0), "`every`"),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=10, loss="mse"), "`loss`"),
+        (lambda: flows.iterate(flows.GD(), DATA, THETA[:, :1], lr=0.1, steps=10), "`theta0`"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_argument(call, name):
+    with pytest.raises(ValueError, match=name.replace("(", r"\(").replace("[", r"\[")):
+        call()
+
+
+def test_traced_negative_rho_is_a_checked_error():
+    """Inside jit the value is unknown at trace time: a checked runtime error, not a NaN."""
+
+    @jax.jit
+    def run(rho):
+        return flows.solve(flows.L2SAM(rho), DATA, THETA, t1=1.0).status
+
+    assert int(run(0.1)) == flows.Status.OK
+    with pytest.raises(Exception, match="rho"):
+        jax.block_until_ready(run(-0.1))
+
+
+def test_scipy_backend_refuses_tracers():
+    with pytest.raises(ValueError, match="backend='scipy'"):
+        jax.jit(
+            lambda a: (
+                flows.solve(
+                    flows.GD(), DATA, flows.balanced_init(a, 2, d=2), t1=1.0, backend="scipy"
+                ).status
+            )
+        )(0.5)
