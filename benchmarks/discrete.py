@@ -56,12 +56,13 @@ def main():
     t0 = time.perf_counter()
     ours(args.steps, args.every)
     first = time.perf_counter() - t0
-    walls = []
+    walls, cpus = [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         traj = ours(args.steps, args.every)
         walls.append(time.perf_counter() - t0)
-    wall = statistics.median(walls)
+        cpus.append(time.process_time() - c0)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
 
     opt = optax.contrib.sam(
         optax.sgd(LR), optax.chain(optax.contrib.normalize(), optax.sgd(RHO)), sync_period=2
@@ -85,12 +86,14 @@ def main():
         return jax.block_until_ready(params), saved
 
     optax_loop(2)  # compile
-    base = []
+    base, base_cpu = [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         params, _ = optax_loop(args.optax_steps)
         base.append(time.perf_counter() - t0)
+        base_cpu.append(time.process_time() - c0)
     base_per_step = statistics.median(base) / args.optax_steps
+    cpu_ratio = statistics.median(base_cpu) / args.optax_steps * args.steps / cpu
     check = flows.iterate(
         method, data, theta0, lr=LR, steps=args.optax_steps, every=args.optax_steps
     )
@@ -111,7 +114,10 @@ def main():
         f"   same iterates: max |theta_flows - theta_optax| after {args.optax_steps} steps "
         f"= {err:.1e}"
     )
-    print(f"   speed-up: {ratio:.0f}x (target >= 50x): {'met' if ratio >= 50 else 'MISSED'}")
+    print(
+        f"   speed-up: {ratio:.0f}x wall, {cpu_ratio:.0f}x process CPU time "
+        f"(target >= 50x): {'met' if ratio >= 50 else 'MISSED'}"
+    )
     common.save(
         "discrete",
         dict(
