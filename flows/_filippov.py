@@ -422,7 +422,7 @@ def solve_filippov_scipy(
     scipy; only the mode logic (:meth:`_System.decide`) and the fields are shared.
     ``n_rejected`` is -1 (scipy does not report it).
     """
-    from ._solve import _event_functions
+    from ._solve import _event_functions, _step_budget_event
 
     shape = theta0.shape
     sys = system(method, data, loss, rescaled, shape)
@@ -454,6 +454,7 @@ def solve_filippov_scipy(
         on_switch.direction = -1
         for ev in scipy_events:
             ev.terminal = True
+        scipy_events.append(_step_budget_event(max(max_steps - steps, 1)))
         sol = scipy.integrate.solve_ivp(
             fun,
             (t, float(t1)),
@@ -478,11 +479,11 @@ def solve_filippov_scipy(
         elif sol.status == 0:
             status = Status.OK
         else:
-            stopped = [stops[i - 1][2] for i in fired if i > 0]
+            stopped = [stops[i - 1][2] for i in fired if 0 < i <= len(stops)]
             stopped += [code for c, s, code in stops if float(-s * c(theta)) <= _STOP_TOL]
             if stopped:
                 status = stopped[0]
-            elif steps >= max_steps:
+            elif steps >= max_steps or len(stops) + 1 in fired:
                 status = Status.MAX_STEPS
             else:
                 switches += 1
