@@ -1,1 +1,15 @@
-"""Figures and the command line."""
+"""Figures and the command line (issue 5): ``python -m figures`` regenerates every figure.
+
+Each figure is computed with :mod:`flows` and :mod:`analysis` (sweeps through
+:func:`flows.sweep`, cached and resumable) and drawn with matplotlib as vector PDF
+and PNG. ``python -m figures --help`` lists them.
+"""
+
+from ._cli import main as main
+from ._common import Context as Context
+from ._common import FigureSpec as FigureSpec
+from ._common import load_data as load_data
+from ._maps import classify as classify
+from ._paths import limit_class as limit_class
+from ._registry import FIGURES as FIGURES
+from ._registry import make as make

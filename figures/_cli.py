@@ -1,0 +1,64 @@
+"""``python -m figures``: regenerate the figures of issue 5."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ._registry import FIGURES, make
+
+
+def _parser() -> argparse.ArgumentParser:
+    listing = "\n".join(f"  {name:<13} {spec.summary}" for name, spec in FIGURES.items())
+    parser = argparse.ArgumentParser(
+        prog="python -m figures",
+        description="Regenerate the samflows figures (vector PDF + PNG) on the CPU.",
+        epilog=f"figures:\n{listing}\n\nexamples:"
+        "\n  python -m figures                  # all, full size"
+        "\n  python -m figures --quick          # smoke version (CI)"
+        "\n  python -m figures regime_map       # one figure"
+        "\n  python -m figures --redraw         # redraw from saved data, no solving",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "names", nargs="*", metavar="FIGURE", help="figures to make (default: all; see below)"
+    )
+    parser.add_argument("--quick", action="store_true", help="small grids: a smoke run for CI")
+    parser.add_argument(
+        "--out", default="results/figures", help="output folder (default: results/figures)"
+    )
+    parser.add_argument(
+        "--cache",
+        default="results/cache",
+        help="sweep caches and saved figure data (default: results/cache)",
+    )
+    parser.add_argument(
+        "--redraw", action="store_true", help="draw from the data saved in --cache; solve nothing"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    unknown = [n for n in args.names if n not in FIGURES]
+    if unknown:
+        _parser().error(f"unknown figure(s) {unknown}; choose from {', '.join(FIGURES)}")
+    t0 = time.perf_counter()
+    written = make(
+        args.names,
+        out=args.out,
+        cache=args.cache,
+        quick=args.quick,
+        redraw=args.redraw,
+        progress=not args.quiet,
+    )
+    if not args.quiet:
+        n = sum(len(v) for v in written.values())
+        print(f"{n} files in {args.out} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Shared pieces of the figures: the run context, the style, saving, and the figure-data store.
+
+Every figure is computed by :mod:`flows` (``flows.solve``, ``flows.iterate``,
+``flows.sweep``) and :mod:`analysis`; this package only arranges the results and
+draws them. A figure's data (the arrays it draws) are saved beside the sweep
+caches, so ``python -m figures --redraw`` draws again without solving anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.figure import Figure
+
+# Okabe & Ito (2008), the colour-blind-safe qualitative palette.
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+}
+GREY = "#BBBBBB"
+METHOD_COLORS = {
+    "GD": OKABE_ITO["black"],
+    "ℓ2-SAM": OKABE_ITO["blue"],
+    "ℓ∞-SAM": OKABE_ITO["vermillion"],
+}
+
+# Regime classes drawn by the maps (the definitions of analysis.regime).
+COLLAPSE, SEQUENTIAL, DIRECT, UNDETERMINED = 0, 1, 2, 3
+REGIME_NAMES = ("collapse (R1)", "sequential (R2)", "direct (R3)", "undetermined")
+REGIME_COLORS = (GREY, OKABE_ITO["orange"], OKABE_ITO["blue"], "#FFFFFF")
+
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 7.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "pdf.fonttype": 42,  # embed TrueType: text stays text in the PDF
+    "image.cmap": "viridis",
+}
+
+
+def regime_cmap():
+    """Discrete colour map and norm for the regime classes 0..3."""
+    return ListedColormap(REGIME_COLORS), BoundaryNorm(np.arange(-0.5, 4.5), 4)
+
+
+def index_cmap(d: int):
+    """Discrete colour map for j† in 0..d-1 (viridis: minor dark, major light).
+
+    Values -2 (collapsed) and -1 (run stopped / not reached) get grey and white.
+    """
+    viridis = matplotlib.colormaps["viridis"]
+    colors = [GREY, "#FFFFFF"] + [viridis(k / max(d - 1, 1)) for k in range(d)]
+    return ListedColormap(colors), BoundaryNorm(np.arange(-2.5, d + 0.5), d + 2)
+
+
+@dataclasses.dataclass
+class Context:
+    """Where a run writes and how big it is.
+
+    Attributes:
+        out: folder for the PDF and PNG files.
+        cache: folder for sweep caches (``cache/sweeps``) and figure data (``cache/data``).
+        quick: the smoke version (small grids, loose boundaries) for CI and tests.
+        progress: progress bars over sweep chunks.
+    """
+
+    out: Path
+    cache: Path
+    quick: bool = False
+    progress: bool = True
+
+    @property
+    def sweeps(self) -> Path:
+        return self.cache / "sweeps"
+
+    def pick(self, full, quick):
+        """``quick`` in the smoke version, else ``full``."""
+        return quick if self.quick else full
+
+    def log(self, message: str) -> None:
+        if self.progress:
+            print(f"  {message}", flush=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class FigureSpec:
+    """One figure: ``compute(ctx) -> data`` (arrays and numbers), ``draw(data) -> Figure``."""
+
+    name: str
+    summary: str
+    compute: Callable[[Context], dict]
+    draw: Callable[[dict], Figure]
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A matplotlib Figure (no pyplot, no GUI backend) in the package style."""
+    with matplotlib.rc_context(STYLE):
+        return Figure(figsize=(width, height), layout="constrained")
+
+
+def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:
+    """Write ``out/name.pdf`` (vector) and ``out/name.png``; return the paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.pdf", out / f"{name}.png"]
+    with matplotlib.rc_context(STYLE):
+        for path in paths:
+            fig.savefig(path)
+    return paths
+
+
+def _data_paths(ctx: Context, name: str) -> tuple[Path, Path]:
+    stem = f"{name}-quick" if ctx.quick else name
+    folder = ctx.cache / "data"
+    return folder / f"{stem}.npz", folder / f"{stem}.json"
+
+
+def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
+    """Save a figure's data (``cache/data/<name>[-quick].npz`` + ``.json``) for redrawing."""
+    npz, meta = _data_paths(ctx, name)
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(npz, **{k: np.asarray(v) for k, v in data.items()})
+    meta.write_text(
+        json.dumps(
+            {"figure": name, "quick": ctx.quick, "seconds": seconds, "saved": time.ctime()},
+            indent=1,
+        )
+    )
+    return npz
+
+
+def load_data(ctx: Context, name: str) -> dict:
+    """The data saved by the last :func:`save_data` of this figure (``ValueError`` if none)."""
+    npz, _ = _data_paths(ctx, name)
+    if not npz.exists():
+        raise ValueError(
+            f"no saved data for figure {name!r} in {npz.parent}; run it once without --redraw."
+        )
+    with np.load(npz) as z:
+        return {k: z[k] for k in z.files}
+
+
+def sweep(ctx: Context, fn, params, **kwargs):
+    """:func:`flows.sweep` with this run's cache folder and progress setting."""
+    import flows
+
+    return flows.sweep(fn, params, cache_dir=ctx.sweeps, progress=ctx.progress, **kwargs)

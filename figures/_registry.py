@@ -1,0 +1,62 @@
+"""The figures, in the order of issue 5, and the function that makes them."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+
+from ._common import Context, FigureSpec, load_data, save_data, save_figure
+from ._maps import DEPTH, LESAM
+from ._maps import FIGURES as _MAPS
+from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
+
+FIGURES: dict[str, FigureSpec] = {
+    f.name: f for f in (*_MAPS, TRAJECTORIES, LINF_LIMITS, DISCRETE, DEPTH, LESAM)
+}
+
+
+def make(
+    names=None,
+    *,
+    out="results/figures",
+    cache="results/cache",
+    quick: bool = False,
+    redraw: bool = False,
+    progress: bool = True,
+) -> dict[str, list[Path]]:
+    """Compute (or, with ``redraw``, reload) and draw figures; return name -> written files.
+
+    Arguments:
+        names: figure names (default: all, in order; see ``FIGURES``).
+        out: folder for ``<name>.pdf`` and ``<name>.png``.
+        cache: folder for sweep caches and saved figure data.
+        quick: the small smoke version (CI, tests); saved apart from the full data.
+        redraw: draw from the data saved by the last run in ``cache``, solving nothing.
+        progress: print progress and show progress bars.
+    """
+    names = list(FIGURES) if not names else list(names)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}.")
+    ctx = Context(out=Path(out), cache=Path(cache), quick=quick, progress=progress)
+    if not redraw and not jax.config.jax_compilation_cache_dir:
+        # Reuse compiled solvers across runs (most of a quick run is compilation).
+        jax.config.update("jax_compilation_cache_dir", str(ctx.cache / "jax-cache"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    written = {}
+    for name in names:
+        spec = FIGURES[name]
+        t0 = time.perf_counter()
+        if redraw:
+            data = load_data(ctx, name)
+        else:
+            if progress:
+                print(f"[{name}] computing ({'quick' if quick else 'full'})", flush=True)
+            data = spec.compute(ctx)
+            save_data(ctx, name, data, time.perf_counter() - t0)
+        written[name] = save_figure(spec.draw(data), ctx.out, name)
+        if progress:
+            print(f"[{name}] {time.perf_counter() - t0:.1f} s -> {written[name][1]}", flush=True)
+    return written
