@@ -480,7 +480,10 @@ def sweep(
         progress: show a progress bar over chunks (tqdm, on stderr).
         compile_cache: with a ``cache_dir``, enable JAX's persistent compilation
             cache in ``cache_dir/jax-cache`` unless one is already configured, so a
-            second process reuses the compiled chunk function.
+            second process reuses the compiled chunk function. JAX caches no
+            executable that contains host callbacks, which equinox's runtime checks
+            (``eqx.error_if``, used by flows and diffrax) are unless the environment
+            sets ``EQX_ON_ERROR=nan`` before equinox is imported.
 
     Returns:
         A :class:`SweepResult`.
