@@ -151,7 +151,7 @@ def compute_regime_map(ctx: Context) -> dict:
     n = ctx.pick(128, 16)
     alphas, rhos = np.geomspace(1e-2, 1.0, n), np.geomspace(1e-2, 1.0, n)
     r = sweep(ctx, regime_point, {"alpha": alphas, "s": rhos}, order=cost_order)
-    rho_b = np.geomspace(0.02, 0.5, ctx.pick(3, 1))
+    rho_b = np.geomspace(0.04, 0.64, ctx.pick(3, 1))
     ctx.log("critical_alpha / direct_alpha")
     crit, direct = _boundaries(flows.L2SAM, rho_b, 2, ctx.quick)
     bounds = np.array([analysis.l2sam_thresholds(MU, float(r_)) for r_ in rhos])  # (n, 3)
@@ -249,7 +249,7 @@ def _switch_marks(method, alphas, depth):
             p = analysis.regime_path(method, MU, float(a), depth, collapse_tol=COLLAPSE_TOL)
         except Exception:  # noqa: BLE001 - a failed reference run is left out of the overlay
             continue
-        k = min(len(p.times), 8)
+        k = min(len(p.times), len(p.sequence) - 1, 8)
         times[i, :k] = p.times[:k]
         after[i, :k] = p.sequence[1 : k + 1]
     return times, after
@@ -281,8 +281,8 @@ def _index_map(ax, tau, alpha, jdag, d=MU.size):
     return ax.pcolormesh(tau, alpha, jdag, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
 
 
-def _index_legend(fig, d=MU.size, white="run ended (escape)"):
-    """The j† colour legend, outside the axes at the right of the figure."""
+def _index_legend(fig, d=MU.size, white="run ended (escape)", extra=()):
+    """The j† colour legend (and ``extra`` handles), outside the axes at the figure's right."""
     cmap, _ = index_cmap(d)
     handles = [
         Patch(facecolor=cmap(k + 2), edgecolor="0.3", label=f"$j^\\dagger={k + 1}$")
@@ -292,7 +292,7 @@ def _index_legend(fig, d=MU.size, white="run ended (escape)"):
         Patch(facecolor=cmap(0), edgecolor="0.3", label="collapsed"),
         Patch(facecolor=cmap(1), edgecolor="0.3", label=white),
     ]
-    fig.legend(handles=handles, loc="outside right center", frameon=False)
+    fig.legend(handles=[*extra, *handles], loc="outside right center", frameon=False)
 
 
 def draw_minor_first(data: dict):
@@ -330,16 +330,11 @@ def draw_minor_first(data: dict):
         title=r"Minor first, major last: $j^\dagger(\tau)$ of $\ell_2$-SAM, $L=2$, "
         r"$\mu=(1,\dots,5)$",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    _index_legend(fig)
-    ax.text(
-        0.01,
-        0.01,
-        "dots: switch times from analysis.regime_path",
-        transform=ax.transAxes,
-        fontsize=7,
-        va="bottom",
+    lines, _ = ax.get_legend_handles_labels()
+    dot = Line2D(
+        [], [], ls="", marker="o", mfc="w", mec="k", label="switch times\n(analysis.regime_path)"
     )
+    _index_legend(fig, extra=[*lines, dot])
     return fig
 
 
@@ -429,7 +424,12 @@ def draw_lesam(data: dict):
         ylabel=r"initialisation scale $\alpha$",
         title=rf"LE-SAM regimes, $L=2$, $\rho_{{\max}}={float(data['rho_max']):g}$",
     )
-    _regime_legend(ax, set(np.unique(data["regime"]).tolist()))
+    present = set(np.unique(data["regime"]).tolist())
+    regimes = [
+        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", label=REGIME_NAMES[k])
+        for k in range(4)
+        if k in present
+    ]
     for ax, jd, title in (
         (
             axes[1],
@@ -451,7 +451,7 @@ def draw_lesam(data: dict):
             title=title,
             xlim=(data["tau"][0], data["tau"][-1]),
         )
-    _index_legend(fig)
+    _index_legend(fig, extra=regimes)
     return fig
 
 
