@@ -224,6 +224,9 @@ def _is_filippov(method) -> bool:
     return is_traced(method.rho) or float(method.rho) != 0.0
 
 
+_EVENT_SCALE = 1e-4
+
+
 def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
     """The continuous stopping conditions ``c(θ)`` (event when c crosses 0), one place.
 
@@ -270,7 +273,11 @@ def _solve_diffrax(
 ):
     f = field(method, data, loss, rescaled)
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
-    conds = [(lambda t, y, args, c=c, **kw: c(y)) for c, _, _ in events]
+    # Newton stops when |Δt| < 1e-12·(1 + |t|) *and* |c| < 1e-12. Rounding t moves c
+    # by |c'|·eps·|t|, which near a finite-time blow-up (|c'| ~ escape_tol) exceeds
+    # 1e-12; scaling c by _EVENT_SCALE keeps the second test attainable, while the
+    # first one still fixes the event time to 1e-12 (Newton's steps are scale-free).
+    conds = [(lambda t, y, args, c=c, **kw: _EVENT_SCALE * c(y)) for c, _, _ in events]
     conds.append(lambda t, y, args, **kw: ~is_finite(y))
     directions = [{-1: False, +1: True}[s] for _, s, _ in events] + [None]
     codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])

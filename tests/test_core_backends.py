@@ -147,3 +147,29 @@ def test_overflow_is_reported_nonfinite():
     )
     assert traj.status_name in ("nonfinite", "max_steps")
     assert float(traj.t_end) <= 1.0 + 1e-6  # blow-up at τ = 1/(μα) = 1
+
+
+# LSODA's own global error near the blow-up is ~1e-3 in w (2e-9 in τ) at rtol 1e-10;
+# Radau's is 1e-13, so the event location, not the integrator, is what is tested.
+@pytest.mark.parametrize("backend, solver", [("diffrax", "tsit5"), ("scipy", "Radau")])
+def test_escape_before_finite_time_blowup_closed_form(backend, solver):
+    """L = 3 GD rescaled: w' = μ w², w = α/(1 − ματ); ‖θ‖ = E‖θ₀‖ at τ = (1 − 1/E)/(μα).
+
+    Near the blow-up one rounding step in τ moves ‖θ‖ by ~E·eps relative: the event
+    must still be located (not reported as a failed root-find).
+    """
+    mu, alpha, escape = 2.0, 0.5, 1e6
+    traj = flows.solve(
+        flows.GD(),
+        flows.single_example([mu]),
+        flows.balanced_init(alpha, 3, d=1),
+        t1=5.0,
+        rescaled=True,
+        escape_tol=escape,
+        backend=backend,
+        solver=solver,
+        **TOL,
+    )
+    assert traj.status_name == "escaped"
+    tau_star = (1 - 1 / escape) / (mu * alpha)
+    assert abs(float(traj.t_end) - tau_star) < 1e-9 * tau_star
