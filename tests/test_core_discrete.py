@@ -19,7 +19,8 @@ ORDER_CASES = {
     "gd": flows.GD(),
     "l2sam": flows.L2SAM(0.3),
     "l2sam_layer": flows.L2SAM(0.3, per_layer=True),
-    "lesam": flows.LESAM(0.35, 0.3),
+    "lesam": flows.LESAM(0.05, 0.3),  # σ/‖g‖ below the cap: the loss-equated branch
+    "lesam_capped": flows.LESAM(0.35, 0.3),  # ‖g‖ < σ/ρ_max: the cap binds
     "lesam_schedule": flows.LESAM(cosine_sigma, 0.3),
 }
 
