@@ -98,6 +98,7 @@ def draw_trajectories(data: dict):
             if row == 1:
                 ax.set_xlabel("time $t$")
             ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-6))
+            ax.set_xlim(ts[1], ts[-1])
             if col == 0:
                 ax.set_ylabel(r"$\beta_j(t)$")
             if L == 1:
@@ -122,7 +123,10 @@ def draw_trajectories(data: dict):
             ax.axvspan(
                 max(start, ts[1]), end, color=GREY, alpha=0.5, lw=0, label="ℓ2-SAM plateau (R2)"
             )
-        ax.legend(loc="upper right")
+        if L == 1:
+            ax.legend(loc="upper right")
+        else:  # the method colours are in the L = 1 legend
+            ax.legend(handles=ax.get_legend_handles_labels()[0][-1:], loc="lower left")
     axes[0, 0].legend(loc="lower right")
     fig.suptitle(
         rf"Trajectories on $\mu=(1,2)$, $\alpha={float(data['alpha']):g}$, "
