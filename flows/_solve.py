@@ -78,7 +78,7 @@ def solve(
     atol: float = 1e-10,
     max_steps: int = 100_000,
     collapse_tol: float | None = 1e-6,
-    escape_tol: float | None = None,
+    escape_tol: float | None | str = "auto",
     loss_tol: float | None = None,
     dense: bool = False,
 ) -> Trajectory:
@@ -124,8 +124,9 @@ def solve(
         rtol, atol: tolerances of the PID step-size controller / of ``solve_ivp``.
         max_steps: step budget.
         collapse_tol: relative collapse threshold in (0, 1), or None for no event.
-        escape_tol: relative escape threshold > 1, or None for no event. Default:
-            1e6 for the rescaled flow, no event for the plain flow.
+        escape_tol: relative escape threshold > 1, or None for no event. The
+            default ``"auto"`` means 1e6 for the rescaled flow and no event for the
+            plain flow.
         loss_tol: loss threshold > 0, or None (default) for no event.
         dense: keep the solver's dense interpolant (diffrax only), so that
             ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in
@@ -164,8 +165,8 @@ def solve(
     if rtol is None or atol is None:
         raise ValueError("`rtol` and `atol` must be positive numbers, not None.")
     max_steps = check_int("max_steps", max_steps, minimum=1)
-    if escape_tol is None and rescaled:
-        escape_tol = 1e6
+    if isinstance(escape_tol, str) and escape_tol == "auto":
+        escape_tol = 1e6 if rescaled else None
     events = dict(
         collapse_tol=_check_tol("collapse_tol", collapse_tol, 0.0, 1.0),
         escape_tol=_check_tol("escape_tol", escape_tol, 1.0, np.inf),
@@ -224,7 +225,20 @@ def _is_filippov(method) -> bool:
     return is_traced(method.rho) or float(method.rho) != 0.0
 
 
-_EVENT_SCALE = 1e-4
+class _Bisection(optx.Bisection):
+    """Bisection that stops when the bracket is small, whatever |c| is then.
+
+    ``optx.Bisection`` (and ``optx.Newton``) also demand |c| < atol, which is
+    unattainable where rounding t moves c by more than atol: near a finite-time
+    blow-up, or where the interpolant of a step through a collapse at the origin
+    wiggles. The bracket [t_prev, t_next] of the step that changed sign always
+    holds a root, so halving it to 1e-12 relative locates the event to 1e-12.
+    """
+
+    def terminate(self, fn, y, args, options, state, tags):
+        del fn, args, options, tags
+        small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
+        return small, optx.RESULTS.successful
 
 
 def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
@@ -273,19 +287,14 @@ def _solve_diffrax(
 ):
     f = field(method, data, loss, rescaled)
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
-    # Newton stops when |Δt| < 1e-12·(1 + |t|) *and* |c| < 1e-12. Rounding t moves c
-    # by |c'|·eps·|t|, which near a finite-time blow-up (|c'| ~ escape_tol) exceeds
-    # 1e-12; scaling c by _EVENT_SCALE keeps the second test attainable, while the
-    # first one still fixes the event time to 1e-12 (Newton's steps are scale-free).
-    conds = [(lambda t, y, args, c=c, **kw: _EVENT_SCALE * c(y)) for c, _, _ in events]
-    conds.append(lambda t, y, args, **kw: ~is_finite(y))
-    directions = [{-1: False, +1: True}[s] for _, s, _ in events] + [None]
-    codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])
-    # The root finder locates event times on the dense interpolant, far below the
-    # solver's own error, so event times are accurate to the solver's accuracy.
-    event = diffrax.Event(
-        conds, root_finder=optx.Newton(rtol=1e-12, atol=1e-12), direction=directions
-    )
+    # One scalar condition g = min_i(-s_i c_i), positive while the run goes on; it
+    # crosses 0 downwards at the first event, and is -1 on a non-finite state.
+    margins_fn = lambda y: jnp.stack([-s * c(y) for c, s, _ in events] + [jnp.inf])  # noqa: E731
+
+    def cond(t, y, args, **kw):
+        return jnp.where(is_finite(y), jnp.min(margins_fn(y)), -1.0)
+
+    event = diffrax.Event(cond, root_finder=_Bisection(rtol=1e-12, atol=1e-14), direction=False)
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
     controller = diffrax.PIDController(
         rtol=rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0
@@ -309,8 +318,9 @@ def _solve_diffrax(
     )
     (_, t_end), (thetas, theta_end) = sol.ts, sol.ys
     t_end, theta_end = t_end[0], theta_end[0]
-    mask = jnp.stack([jnp.asarray(m) for m in sol.event_mask])
-    event_code = jnp.sum(jnp.where(mask, codes, 0))
+    # which event fired: the condition closest to (or past) zero at the event state
+    codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])
+    event_code = codes[jnp.argmin(margins_fn(theta_end))]
     result = sol.result
     status = jnp.where(
         result == diffrax.RESULTS.successful,
