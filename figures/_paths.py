@@ -297,7 +297,7 @@ def draw_discrete(data: dict):
         title=rf"$\ell_2$-SAM, $L=2$, $\mu=(1,2)$, $\alpha={float(data['alpha']):g}$, "
         rf"$\rho={float(data['rho']):g}$",
     )
-    ax.legend(loc="lower right", ncol=2)
+    ax.legend(loc="lower right")
     lrs = data["lrs"]
     for name in ("GD", "ℓ2-SAM", "ℓ∞-SAM"):
         err = data[f"error/{name}"]
