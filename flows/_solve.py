@@ -233,6 +233,9 @@ class _Bisection(optx.Bisection):
     blow-up, or where the interpolant of a step through a collapse at the origin
     wiggles. The bracket [t_prev, t_next] of the step that changed sign always
     holds a root, so halving it to 1e-12 relative locates the event to 1e-12.
+    Use it with ``flip=True`` (the condition goes from positive to non-positive):
+    sign detection would raise where the condition ends exactly at 0, and for the
+    batch members without an event, which diffrax root-finds under ``vmap`` too.
     """
 
     def terminate(self, fn, y, args, options, state, tags):
@@ -294,7 +297,9 @@ def _solve_diffrax(
     def cond(t, y, args, **kw):
         return jnp.where(is_finite(y), jnp.min(margins_fn(y)), -1.0)
 
-    event = diffrax.Event(cond, root_finder=_Bisection(rtol=1e-12, atol=1e-14), direction=False)
+    event = diffrax.Event(
+        cond, root_finder=_Bisection(rtol=1e-12, atol=1e-14, flip=True), direction=False
+    )
     implicit = isinstance(solver, diffrax.AbstractImplicitSolver)
     controller = diffrax.PIDController(
         rtol=rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0

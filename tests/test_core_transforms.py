@@ -100,3 +100,24 @@ def test_dense_output_matches_closed_form():
         np.testing.assert_allclose(
             np.asarray(traj.evaluate(tau))[0], 0.5 * np.exp(mu * tau), rtol=1e-9
         )
+
+
+def test_vmap_mixes_points_with_and_without_events():
+    """Under vmap diffrax root-finds for every member, also those that reached t1."""
+    data = flows.single_example([1.0, 2.0, 3.0])
+    alphas = jnp.array([0.05, 0.3, 1.0])  # collapse, no event before t1, escape
+
+    def one(a):
+        return flows.solve(
+            flows.L2SAM(0.5),
+            data,
+            flows.balanced_init(a, 2, d=3),
+            t1=1.5,
+            rescaled=True,
+            escape_tol=10.0,
+        )
+
+    batch = jax.jit(jax.vmap(one))(alphas)
+    assert list(batch.status_name) == ["collapsed", "ok", "escaped"]
+    for i in range(3):
+        np.testing.assert_allclose(float(batch.t_end[i]), float(one(alphas[i]).t_end), rtol=1e-10)
