@@ -63,7 +63,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 import scipy.integrate
 from jax import lax
 
@@ -86,19 +85,6 @@ MAX_VERTEX_SLIDING = 4
 _BIG = 1e3  # the value of a masked-out event condition
 _CONTINUE = -1  # status while segments remain
 _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it
-
-
-class _Bisection(optx.Bisection):
-    """Bisection that stops on the width of the bracket alone.
-
-    ``optx.Bisection`` also asks for :math:`|c|<` atol, which a steep event condition
-    (the log-norm near a finite-time blow-up) never meets in floating point.
-    """
-
-    def terminate(self, fn, y, args, options, state, tags):
-        del fn, args, options, tags
-        small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
-        return small, optx.RESULTS.successful
 
 
 class _Controlled(AbstractMethod):
@@ -281,7 +267,7 @@ def solve_filippov_diffrax(
     ``t1``; its step budget is ``max_steps``, and the loop stops with ``max_steps``
     once the segments together spent it.
     """
-    from ._solve import _event_functions  # (_solve imports this module lazily)
+    from ._solve import _Bisection, _event_functions  # (_solve imports this module lazily)
 
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
     sys = system(method, data, loss, rescaled, theta0.shape)
