@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
+from flows._validate import check_int
 
 
 def check_method(method) -> flows.AbstractMethod:
@@ -52,9 +53,7 @@ def check_alpha(alpha, d: int) -> np.ndarray:
 
 def check_depth(depth) -> int:
     """Validate the depth :math:`L\\ge1`."""
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"`depth` must be an integer >= 1; got {depth!r}.")
-    return int(depth)
+    return check_int("depth", depth, minimum=1)
 
 
 def check_positive(name: str, value, *, upper: float = np.inf) -> float:
@@ -68,9 +67,7 @@ def check_positive(name: str, value, *, upper: float = np.inf) -> float:
 
 def check_count(name: str, value, minimum: int = 1) -> int:
     """Validate an integer ``>= minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")
-    return int(value)
+    return check_int(name, value, minimum=minimum)
 
 
 def check_trajectory(traj) -> flows.Trajectory:
