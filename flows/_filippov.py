@@ -267,7 +267,8 @@ def solve_filippov_diffrax(
     ``t1``; its step budget is ``max_steps``, and the loop stops with ``max_steps``
     once the segments together spent it.
     """
-    from ._solve import _Bisection, _event_functions  # (_solve imports this module lazily)
+    # (_solve imports this module lazily)
+    from ._solve import _Bisection, _event_functions, status_from_result
 
     events = _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol)
     sys = system(method, data, loss, rescaled, theta0.shape)
@@ -325,19 +326,7 @@ def solve_filippov_diffrax(
         event_code = jnp.asarray(_CONTINUE, dtype=jnp.int64)
         for c, code_k in reversed(list(zip(stops, codes, strict=True))):
             event_code = jnp.where(c(theta_end) <= _STOP_TOL, code_k, event_code)
-        code = jnp.where(
-            sol.result == diffrax.RESULTS.successful,
-            Status.OK,
-            jnp.where(
-                sol.result == diffrax.RESULTS.event_occurred,
-                event_code,
-                jnp.where(
-                    sol.result == diffrax.RESULTS.max_steps_reached,
-                    Status.MAX_STEPS,
-                    Status.NONFINITE,
-                ),
-            ),
-        )
+        code = status_from_result(sol.result, event_code)
         switches = switches + (code == _CONTINUE)
         steps = steps + sol.stats["num_steps"]
         code = jnp.where((code == _CONTINUE) & (steps >= max_steps), Status.MAX_STEPS, code)

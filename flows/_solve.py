@@ -269,6 +269,25 @@ def _event_functions(data, loss, theta0, collapse_tol, escape_tol, loss_tol):
     return out
 
 
+def status_from_result(result, event_code):
+    """The :class:`Status` of a ``diffeqsolve``: ``event_code`` if an event stopped it.
+
+    Reaching t1 is ``ok``, a spent budget ``max_steps``, any other solver failure
+    ``nonfinite``.
+    """
+    return jnp.where(
+        result == diffrax.RESULTS.successful,
+        Status.OK,
+        jnp.where(
+            result == diffrax.RESULTS.event_occurred,
+            event_code,
+            jnp.where(
+                result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.NONFINITE
+            ),
+        ),
+    )
+
+
 @eqx.filter_jit
 def _solve_diffrax(
     method,
@@ -326,18 +345,7 @@ def _solve_diffrax(
     # which event fired: the condition closest to (or past) zero at the event state
     codes = jnp.array([code for _, _, code in events] + [Status.NONFINITE])
     event_code = codes[jnp.argmin(margins_fn(theta_end))]
-    result = sol.result
-    status = jnp.where(
-        result == diffrax.RESULTS.successful,
-        Status.OK,
-        jnp.where(
-            result == diffrax.RESULTS.event_occurred,
-            event_code,
-            jnp.where(
-                result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.NONFINITE
-            ),
-        ),
-    )
+    status = status_from_result(sol.result, event_code)
     status = jnp.where(is_finite(theta_end), status, Status.NONFINITE)
     return make_trajectory(
         ts,
