@@ -14,10 +14,12 @@ surfaces :math:`h_k=0` are coordinate hyperplanes of the other layers' weights;
 for general data they are curved.
 
 The field is integrated piecewise. Each *mode* fixes a sign :math:`\sigma_k`
-for every component off its surface and a sliding set :math:`S`. On :math:`S` the
-field is Filippov's sliding field :math:`F(\theta,v)`: the average of :math:`f`
-over independent signs of mean :math:`v_k` on the sliding components (see
-:meth:`_System.field`), with :math:`v_S(\theta)` the solution of
+for every component off its surface and a sliding set :math:`S`. The sliding
+components of one coordinate :math:`j` share one sign, :math:`u_{lj}=t_{lj}\xi_j`
+with a fixed orientation :math:`t_{lj}=\pm1` (see :func:`_orientation`). On
+:math:`S` the field is Filippov's sliding field :math:`F(\theta,v)`: the average of
+:math:`f` over independent signs :math:`\xi_j` of mean :math:`\bar v_j` (see
+:meth:`_System.field`), with :math:`v_{lj}=t_{lj}\bar v_j` the solution of
 
 .. math::
     \dot h_S = \nabla h_S(\theta)\, F(\theta,v) = 0
@@ -30,7 +32,7 @@ single-example flow :math:`f` is multilinear in :math:`u` (:math:`\nabla m` is
 multilinear in :math:`\hat\theta`), so :math:`F(\theta,v)=f(\theta,v)` and
 :math:`v` is Utkin's equivalent control; for the plain flow the loss factor
 :math:`-\ell'(m(\hat\theta))` is not affine in :math:`u` and the vertices are
-enumerated (up to :data:`MAX_VERTEX_SLIDING` sliding components; beyond, the
+enumerated (up to :data:`MAX_VERTEX_SLIDING` sliding coordinates; beyond, the
 equivalent control).
 
 A smooth segment ends at an event, located by bisection on the solver's dense
@@ -42,14 +44,19 @@ at their surfaces): solve for :math:`v`, release the component that violates
 :math:`|v_k|\le1` most to the side it moves into, repeat. A released component
 whose sign flips has crossed its surface; one with :math:`|v_k|<1` slides.
 
-Known limits. Where surfaces of coupled weights intersect (a dead coordinate,
-:math:`w^{(1)}_j=w^{(2)}_j=0`, on a plain flow with other coordinates alive)
-Filippov's set is not a single vector: the discrete limit depends on how the
-chattering signs correlate (perfectly, for balanced iterates), which the
-independent-sign average does not model; the path is unaffected for a single
-example (only the clock). Where all :math:`L` weights of a coordinate switch
-together (the curved surface :math:`\partial\mathcal L/\partial\beta_j=0`) the
-Newton system is rank-deficient and its minimum-norm solution is used.
+Selection. Where the surfaces of one coordinate's weights intersect (a dead
+coordinate, :math:`w^{(1)}_j=\dots=w^{(L)}_j=0`, on a plain flow with other
+coordinates alive) Filippov's set is not a single vector: the perturbed product
+:math:`\hat\beta_j` depends on how the chattering signs correlate, and enters the
+other coordinates' speed through :math:`\ell'(\hat m)`. The shared sign is the
+in-phase chatter that the discrete iterates keep exactly from a balanced start
+(:math:`\hat\beta_j=\rho^L` at even :math:`L`); on the curved surface
+:math:`\partial\mathcal L/\partial\beta_j=0` it is exact. From an unbalanced start
+the layers die at different times and the discrete chatter slips between phases
+(time-averaged :math:`\hat\beta_j/\rho^2\approx0.3` measured at :math:`L=2`, for
+:math:`\eta=10^{-3}` and :math:`3\cdot10^{-4}`, where in phase gives 1 and independent
+signs 0): the plain flow keeps the in-phase clock there, an approximation. The
+path of the rescaled single-example flow does not depend on the selection.
 
 The loop over segments is a ``lax.while_loop`` over ``diffrax.diffeqsolve``
 calls, so the solve is jit- and vmap-able; the same mode logic drives an eager
@@ -76,15 +83,33 @@ from ._trajectory import Status, make_trajectory
 _SURFACE_TOL = 1e-9
 # An equivalent control with |u_k| <= 1 + _CONTROL_TOL is admissible (sliding).
 _CONTROL_TOL = 1e-9
+# A weight below _ZERO_TOL * max|θ| counts as 0 when orienting sign components.
+_ZERO_TOL = 1e-9
 _NEWTON_ITERS = 6
 # The plain flow's Filippov field averages f over the 2^M sign vertices of the
-# first M <= MAX_VERTEX_SLIDING sliding components (cost 2^M field evaluations
-# while sliding); further simultaneously sliding components use the equivalent
-# control.
+# first M <= MAX_VERTEX_SLIDING coordinates with a sliding component (cost 2^M field
+# evaluations while sliding); further sliding coordinates use the equivalent control.
 MAX_VERTEX_SLIDING = 4
 _BIG = 1e3  # the value of a masked-out event condition
 _CONTINUE = -1  # status while segments remain
 _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it
+
+
+def _orientation(theta):
+    r""":math:`t_{lj}=\prod_{l'\ne l}\mathrm{sgn}^+ w^{(l')}_j`, with :math:`\mathrm{sgn}^+0=+1`.
+
+    Since :math:`\partial\mathcal L/\partial w^{(l)}_j=(\partial\mathcal L/\partial\beta_j)
+    \prod_{l'\ne l}w^{(l')}_j`, the sliding sign components of one coordinate move as one,
+    :math:`u_{lj}=t_{lj}\,\xi_j`: on the curved surface
+    :math:`\partial\mathcal L/\partial\beta_j=0` (weights nonzero) exactly, with
+    :math:`\xi_j` its sign; on a dead coordinate (:math:`w^{(l)}_j=0` for all :math:`l`,
+    so :math:`t_{lj}=1`) as in-phase chatter, :math:`\mathrm{sgn}\,w^{(l)}_j` equal
+    across layers, which the discrete iterates keep from a balanced start (the
+    update map preserves :math:`w^{(1)}_j=\dots=w^{(L)}_j`). A weight counts as 0 below
+    :data:`_ZERO_TOL` times :math:`\max|\theta|`.
+    """
+    sgn = jnp.where(theta < -_ZERO_TOL * jnp.max(jnp.abs(theta)), -1.0, 1.0)
+    return jnp.prod(sgn, axis=0) * sgn
 
 
 class _Controlled(AbstractMethod):
@@ -106,7 +131,7 @@ class _System(eqx.Module):
     data: object
     loss: str = eqx.field(static=True)
     rescaled: bool = eqx.field(static=True)
-    n_vertex: int = eqx.field(static=True)  # sliding components averaged over vertices
+    n_vertex: int = eqx.field(static=True)  # sliding coordinates averaged over vertices
 
     def h(self, theta):
         """The gradient handed to the sign rule, shape (L, d)."""
@@ -123,68 +148,83 @@ class _System(eqx.Module):
         r"""The field of a mode at sliding controls ``v``: :math:`F(\theta,v)`.
 
         .. math::
-            F(\theta,v)=\sum_{p\in\{\pm1\}^M}\prod_{i\le M}\frac{1+p_iv_{k_i}}2\,
+            F(\theta,v)=\sum_{p\in\{\pm1\}^M}\prod_{i\le M}\frac{1+p_i\bar v_{j_i}}2\,
             f(\theta,u_p),
 
-        the average of :math:`f` over independent signs of mean :math:`v_k` on the
-        first :math:`M` sliding components :math:`k_1,\dots,k_M` (the vertex
-        :math:`u_p` puts :math:`p_i` there, :math:`v_k` on the other sliding components
-        and :math:`\sigma_k` off S). On one surface this is Filippov's convex
-        combination; where :math:`f` is multilinear in :math:`u` (rescaled flow) it
-        equals :math:`f(\theta,u)`, and :math:`M=0` is used.
+        the average of :math:`f` over independent signs :math:`\xi_j` of mean
+        :math:`\bar v_j` on the first :math:`M` coordinates :math:`j_1,\dots,j_M` with a
+        sliding component, shared by that coordinate's sliding components as
+        :math:`u_{lj}=t_{lj}\xi_j` (:func:`_orientation`; ``v`` is tied,
+        :math:`v_{lj}=t_{lj}\bar v_j` on S). The vertex :math:`u_p` puts
+        :math:`t_{lj_i}p_i` there, :math:`v_k` on the other sliding components and
+        :math:`\sigma_k` off S. On one surface this is Filippov's convex combination;
+        where :math:`f` is multilinear in :math:`u` (rescaled flow) it equals
+        :math:`f(\theta,v)`, and :math:`M=0` is used.
         """
         u = jnp.where(sliding, v, sigma)
         m = self.n_vertex
         if m == 0:
             return self.f(t, theta, u)
-        flat = sliding.ravel()
-        idx = jnp.argsort(~flat, stable=True)[:m]  # the first m sliding components
-        valid = flat[idx]
+        orient = _orientation(theta)
+        column = jnp.any(sliding, axis=0)
+        vbar = jnp.sum(jnp.where(sliding, orient * v, 0.0), axis=0) / jnp.maximum(
+            jnp.sum(sliding, axis=0), 1
+        )
+        first = jnp.argsort(~column, stable=True)[:m]  # the first m sliding coordinates
+        valid = column[first]
         patterns = jnp.array(list(itertools.product([-1.0, 1.0], repeat=m)))  # (2^m, m)
-        probs = jnp.where(valid, (1.0 + patterns * v.ravel()[idx]) / 2, (1.0 + patterns) / 2)
+        probs = jnp.where(valid, (1.0 + patterns * vbar[first]) / 2, (1.0 + patterns) / 2)
         weights = jnp.prod(probs, axis=1)
 
         def vertex(p):
-            up = u.ravel().at[idx].set(jnp.where(valid, p, u.ravel()[idx]))
-            return self.f(t, theta, up.reshape(u.shape))
+            at = sliding[:, first] & valid
+            return self.f(
+                t, theta, u.at[:, first].set(jnp.where(at, orient[:, first] * p, u[:, first]))
+            )
 
         def average():
             return jnp.tensordot(weights, jax.vmap(vertex)(patterns), axes=1)
 
-        return lax.cond(jnp.any(flat), average, lambda: self.f(t, theta, u))
+        return lax.cond(jnp.any(column), average, lambda: self.f(t, theta, u))
 
     def hdot(self, t, theta, velocity):
         r""":math:`\dot h=\nabla h(\theta)\,\dot\theta`, shape (L, d)."""
         return jax.jvp(self.h, (theta,), (velocity,))[1]
 
     def equivalent_control(self, t, theta, sigma, sliding):
-        r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for :math:`v_S` (Newton).
+        r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for the tied
+        control :math:`v_{lj}=t_{lj}\bar v_j` on S (Newton on :math:`\bar v`).
 
         Returns ``(v, b)`` with ``b`` the diagonal of :math:`\partial\dot h/\partial v`
         (negative on an attracting surface).
         """
-        shape = theta.shape
-        mask = sliding.ravel()
-        eye = jnp.eye(mask.shape[0])
-        both = mask[:, None] & mask[None, :]
+        orient = _orientation(theta)
+        column = jnp.any(sliding, axis=0)
+        rows = sliding.ravel()[:, None] & column[None, :]
 
-        def residual(vf):
-            v = vf.reshape(shape)
-            return self.hdot(t, theta, self.field(t, theta, sigma, sliding, v)).ravel()
+        def residual(vbar):
+            v = orient * vbar
+            return jnp.where(
+                sliding, self.hdot(t, theta, self.field(t, theta, sigma, sliding, v)), 0.0
+            ).ravel()
 
         def newton(_, carry):
-            vf, _ = carry
-            r, jac = residual(vf), jax.jacfwd(residual)(vf)
-            a = jnp.where(both, jac, eye)
-            # Least squares: where several components share one surface (all L weights
-            # of a coordinate j vanish with ∂L/∂β_j) the system is rank-deficient, and
-            # the minimum-norm control is used.
-            dv = jnp.linalg.lstsq(a, -jnp.where(mask, r, 0.0))[0]
-            return vf + jnp.where(mask, dv, 0.0), jnp.diagonal(jac)
+            vbar, _ = carry
+            r, jac = residual(vbar), jax.jacfwd(residual)(vbar)
+            # Least squares: a coordinate's L sliding components give up to L
+            # equations for its one control (all proportional to d/dt ∂L/∂β_j on the
+            # curved surface), and the minimum-norm step is taken.
+            dv = jnp.linalg.lstsq(jnp.where(rows, jac, 0.0), -r)[0]
+            return vbar + jnp.where(column, dv, 0.0), jac
 
-        v0 = jnp.where(mask, 0.0, sigma.ravel())
-        vf, b = lax.fori_loop(0, _NEWTON_ITERS, newton, (v0, jnp.zeros_like(v0)))
-        return vf.reshape(shape), b.reshape(shape)
+        vbar, jac = lax.fori_loop(
+            0, _NEWTON_ITERS, newton, (jnp.zeros(theta.shape[1]), jnp.zeros(rows.shape))
+        )
+        # ∂ḣ_k/∂u_k ≈ t_k ∂ḣ_k/∂v̄_j(k): the column of k's own coordinate.
+        own = jnp.take_along_axis(
+            jac, jnp.tile(jnp.arange(theta.shape[1]), theta.shape[0])[:, None], axis=1
+        )
+        return orient * vbar, orient * own.reshape(theta.shape)
 
     def velocity(self, t, theta, sigma, sliding):
         """The field of the current mode, sliding components at the equivalent control."""
@@ -236,9 +276,9 @@ def system(method, data, loss, rescaled, shape) -> _System:
     """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``.
 
     The plain flow averages over the vertices of up to :data:`MAX_VERTEX_SLIDING`
-    sliding components (``shape`` is that of θ); the rescaled flow needs none.
+    sliding coordinates (``shape`` is that of θ); the rescaled flow needs none.
     """
-    n_vertex = 0 if rescaled else min(MAX_VERTEX_SLIDING, int(np.prod(shape)))
+    n_vertex = 0 if rescaled else min(MAX_VERTEX_SLIDING, int(shape[-1]))
     return _System(method, data, loss, rescaled, n_vertex)
 
 
