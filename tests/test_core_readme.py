@@ -3,6 +3,7 @@
 import pathlib
 import re
 import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -23,5 +24,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_ruff_clean():
-    result = subprocess.run(["ruff", "check", str(ROOT)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", str(ROOT)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout
