@@ -12,6 +12,7 @@ import numpy as np
 import optimistix as optx
 import scipy.integrate
 
+from . import _rk
 from ._config import as_float64
 from ._dynamics import field, is_finite
 from ._methods import AbstractMethod, LinfSAM
@@ -24,11 +25,12 @@ from ._validate import check_int, check_scalar, is_traced
 # Jacobian's spectrum is O(‖μ‖·|θ|^{L-2})), so a 5th-order explicit method with
 # no linear solves is cheapest per step and vmaps without lockstep linear algebra.
 # Kvaerno5 (ESDIRK, L-stable) is the stiff option, for stiff data (widely spread
-# feature scales) and for comparisons.
+# feature scales) and for comparisons. The explicit ones are diffrax's, with the
+# stage loop unrolled (flows._rk: 2.2x less time per vmapped step, issue 6).
 DIFFRAX_SOLVERS = {
-    "tsit5": diffrax.Tsit5,
-    "dopri5": diffrax.Dopri5,
-    "dopri8": diffrax.Dopri8,
+    "tsit5": _rk.Tsit5,
+    "dopri5": _rk.Dopri5,
+    "dopri8": _rk.Dopri8,
     "kvaerno3": diffrax.Kvaerno3,
     "kvaerno5": diffrax.Kvaerno5,
 }

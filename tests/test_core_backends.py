@@ -173,3 +173,61 @@ def test_escape_before_finite_time_blowup_closed_form(backend, solver):
     assert traj.status_name == "escaped"
     tau_star = (1 - 1 / escape) / (mu * alpha)
     assert abs(float(traj.t_end) - tau_star) < 1e-9 * tau_star
+
+
+# --- the unrolled explicit solvers (flows._rk) against diffrax's stage loop ------------
+
+
+@pytest.mark.parametrize("name", ["tsit5", "dopri5", "dopri8"])
+def test_unrolled_solvers_are_diffraxs_method(name):
+    """flows' explicit solvers only unroll diffrax's stage loop (same tableau, FSAL
+    state, error estimate and interpolation). At a fixed step size they give the
+    same states and interpolated values to rounding; adaptively the same runs."""
+    import diffrax
+    import jax
+
+    own = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}[name]
+    ours_cls = flows.DIFFRAX_SOLVERS[name]
+    assert issubclass(ours_cls, own) and ours_cls is not own
+    data = flows.single_example([1.0, 2.0, 3.0])
+    method = flows.L2SAM(0.3)
+    ts = np.linspace(0.0, 2.0, 37)  # mostly inside steps: the interpolant is used
+
+    term = diffrax.ODETerm(
+        lambda t, y, args: flows.rescaled_velocity(method, data, "logistic", y, t)
+    )
+
+    def fixed(solver):
+        sol = diffrax.diffeqsolve(
+            term, solver, 0.0, 2.0, 0.05,
+            flows.balanced_init(0.4, 2, 3), saveat=diffrax.SaveAt(ts=ts),
+        )  # fmt: skip
+        return np.asarray(sol.ys), np.asarray(sol.stats["num_steps"])
+
+    (ys_ours, n_ours), (ys_own, n_own) = fixed(ours_cls()), fixed(own())
+    assert n_ours == n_own == 40
+    np.testing.assert_allclose(ys_ours, ys_own, rtol=1e-13)
+    # Adaptive, vmapped, with events: the error estimate is a difference of stages,
+    # so rounding moves it (and the step sizes) by ~1e-8 relative, and a step at the
+    # accept/reject threshold may go either way; the answers agree to tolerance.
+    alphas = np.array([0.05, 0.2, 0.6])  # collapse, escape, escape (ℓ2-SAM, ρ = 0.3)
+
+    def run(solver, alpha):
+        return flows.solve(
+            flows.L2SAM(0.3), data, flows.balanced_init(alpha, 2, 3), t1=50.0,
+            ts=np.linspace(0, 50.0, 26), rescaled=True, solver=solver, **TOL,
+        )  # fmt: skip
+
+    ours = jax.vmap(lambda a: run(name, a))(alphas)
+    theirs = jax.vmap(lambda a: run(own(), a))(alphas)
+    assert [flows.Status.NAMES[int(s)] for s in ours.status] == [
+        "collapsed", "escaped", "escaped"
+    ]  # fmt: skip
+    np.testing.assert_array_equal(ours.status, theirs.status)
+    assert np.all(np.abs(ours.n_steps - theirs.n_steps) <= 2 + 0.05 * theirs.n_steps)
+    np.testing.assert_allclose(ours.t_end, theirs.t_end, rtol=1e-7)
+    np.testing.assert_array_equal(ours.reached, theirs.reached)
+    for i in range(alphas.size):  # the saved states before the event
+        reached = np.asarray(ours.reached[i])
+        a, b = np.asarray(ours.beta[i])[reached], np.asarray(theirs.beta[i])[reached]
+        assert np.max(np.abs(a - b)) < 1e-7 * np.max(np.abs(b))
