@@ -16,8 +16,8 @@ How it runs (issue 5, "The sweep engine"; issue 6, workloads 1 and 5):
 * points may be ordered by an expected-cost key before chunking, so that the
   adaptive solves of a chunk take similar numbers of steps (vmapped solvers run
   in lockstep: a chunk costs its *slowest* point times its size);
-* with several devices (GPUs, or CPU devices from
-  ``XLA_FLAGS=--xla_force_host_platform_device_count=N``) each chunk is split
+* on a CPU, ``workers`` host threads (one per core) compute chunks
+  concurrently on one device; with several accelerators each chunk is split
   across them;
 * each finished chunk is written atomically to
   ``cache_dir/<key>/chunks/<static>-<i>.npz``. The key is a SHA-256 of the
@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from importlib import metadata
 from pathlib import Path
 
@@ -439,6 +440,7 @@ def sweep(
     config: Mapping | None = None,
     seed: int = 0,
     devices=None,
+    workers: int | None = None,
     progress: bool = True,
     compile_cache: bool = True,
 ) -> SweepResult:
@@ -467,7 +469,8 @@ def sweep(
             output is unsorted back to the grid.
         chunk_size: points per compiled batch; default: ``max_chunk`` (or ``N``),
             halved until XLA's memory analysis fits in ``memory_budget`` bytes
-            (default min(2 GiB, RAM/4)). Rounded up to a multiple of the device count.
+            (default min(2 GiB, RAM/4), shared by the workers). Rounded up to a
+            multiple of the device count.
         max_chunk: default :func:`default_chunk` (256 points per CPU device, 8192
             per accelerator).
         cache_dir: folder for chunk files, ``result.npz`` and ``manifest.json``
@@ -475,8 +478,10 @@ def sweep(
         config: extra JSON-able configuration that ``fn`` depends on and that is
             not visible in its source, closure or the grid; recorded and hashed.
         seed: recorded, hashed and used for the per-point ``key``.
-        devices: devices to split each chunk across (default: all local devices of
-            the default backend).
+        devices: devices to split each chunk across (default: the first CPU device,
+            or all local accelerators).
+        workers: host threads computing chunks concurrently (default: the usable
+            CPU cores on a CPU backend, 1 on accelerators).
         progress: show a progress bar over chunks (tqdm, on stderr).
         compile_cache: with a ``cache_dir``, enable JAX's persistent compilation
             cache in ``cache_dir/jax-cache`` unless one is already configured, so a
@@ -514,9 +519,13 @@ def sweep(
             raise ValueError(f"with product=False all `params` need one length; got {lengths}.")
         grid_shape = (next(iter(lengths.values())),)
     n_points = int(np.prod(grid_shape))
-    devices = list(jax.local_devices() if devices is None else devices)
+    devices = default_devices() if devices is None else list(devices)
     if not devices:
         raise ValueError("`devices` must hold at least one device.")
+    if workers is None:
+        workers = usable_cores() if devices[0].platform == "cpu" else 1
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"`workers` must be None or a positive integer; got {workers!r}.")
     if max_chunk is None:
         max_chunk = default_chunk(devices)
     for name, value in (("max_chunk", max_chunk), ("seed", seed)):
@@ -568,7 +577,7 @@ def sweep(
         "order": None if order is None else getattr(order, "__qualname__", repr(order)),
         "config": config,
     }
-    budget = _memory_budget() if memory_budget is None else int(memory_budget)
+    budget = (_memory_budget() if memory_budget is None else int(memory_budget)) // workers
     # Compiled chunk functions are reused across calls (a changed grid, order or
     # cache folder needs no recompilation) but only for the same function: the
     # fingerprint covers fn's source, closure and globals, so changing a closure
@@ -698,42 +707,61 @@ def sweep(
 
     results = {}  # (combo index, chunk index) -> outputs of the sorted points
     errors, timings = [], []
-    n_computed = n_cached = 0
+    n_cached = 0
+    todo = []  # (combo index, chunk index, path) of the chunks to compute
+    for ci in range(len(static_combos)):
+        for k, (lo, hi) in enumerate(bounds):
+            name = f"{ci:03d}-{lo:08d}-{hi:08d}.npz"  # the chunk size may change
+            path = None if folder is None else folder / "chunks" / name
+            if path is not None and path.exists():
+                try:
+                    with np.load(path) as z:
+                        if str(z["__key__"]) == key:
+                            results[ci, k] = {f: z[f] for f in z.files if f != "__key__"}
+                except (OSError, ValueError, KeyError):
+                    pass  # a damaged chunk file is recomputed
+            if (ci, k) in results:
+                n_cached += 1
+            else:
+                todo.append((ci, k, path))
+
+    def compute(ci, k, path):
+        """One chunk, in a worker thread: evaluate, then cache it at once."""
+        t0 = time.perf_counter()
+        out, errs = evaluate(runner(static_combos[ci]), *bounds[k])
+        if out is None:  # every point failed and no output shape is known
+            out = {"failed": np.ones(bounds[k][1] - bounds[k][0], dtype=bool)}
+        if path is not None:
+            _save_npz(path, {**out, "__key__": np.asarray(key)})
+        return out, errs, time.perf_counter() - t0
+
+    for ci in sorted({ci for ci, _, _ in todo}):  # compile in this thread, once per combo
+        runner(static_combos[ci]).compile(*chunk_points(0, n_points, chunk_size))
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_chunks, desc=f"sweep {key[:8]}", unit="chunk", file=sys.stderr)
+        bar.update(n_cached)
+    # Host threads run chunks concurrently (XLA releases the GIL while it computes):
+    # on a CPU this is what uses every core, as one CPU device runs one computation
+    # per calling thread.
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for ci, combo in enumerate(static_combos):
-            for k, (lo, hi) in enumerate(bounds):
-                name = f"{ci:03d}-{lo:08d}-{hi:08d}.npz"  # the chunk size may change
-                path = None if folder is None else folder / "chunks" / name
-                if path is not None and path.exists():
-                    try:
-                        with np.load(path) as z:
-                            if str(z["__key__"]) == key:
-                                results[ci, k] = {f: z[f] for f in z.files if f != "__key__"}
-                    except (OSError, ValueError, KeyError):
-                        pass  # a damaged chunk file is recomputed
-                if (ci, k) in results:
-                    n_cached += 1
-                else:
-                    t0 = time.perf_counter()
-                    out, errs = evaluate(runner(combo), lo, hi)
-                    if out is None:  # every point failed and no output shape is known
-                        out = {"failed": np.ones(hi - lo, dtype=bool)}
-                    errors.extend(errs)
-                    timings.append(time.perf_counter() - t0)
-                    results[ci, k] = out
-                    n_computed += 1
-                    if path is not None:
-                        _save_npz(path, {**out, "__key__": np.asarray(key)})
-                if bar is not None:
-                    bar.update(1)
+        futures = {pool.submit(compute, *job): job[:2] for job in todo}
+        for future in as_completed(futures):
+            out, errs, seconds = future.result()
+            results[futures[future]] = out
+            errors.extend(errs)
+            timings.append(seconds)
+            if bar is not None:
+                bar.update(1)
     finally:
+        # On Ctrl-C: drop the queued chunks; running ones finish and are cached.
+        pool.shutdown(wait=False, cancel_futures=True)
         if bar is not None:
             bar.close()
+    n_computed = len(todo)
 
     # Assemble: concatenate the chunks, undo the cost order, reshape to the grid.
     names = {}
@@ -759,7 +787,7 @@ def sweep(
     manifest.update(
         complete=True,
         n_failed=int(np.sum(stacked["failed"])),
-        errors=errors[:100],
+        errors=sorted(errors)[:100],
         chunk_seconds={"computed": len(timings), "total": float(np.sum(timings))},
         wall_seconds=time.perf_counter() - t_start,
     )
@@ -781,16 +809,36 @@ def sweep(
     return result
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_devices() -> list:
+    """The sweep's default devices: all local accelerators, or the first CPU device.
+
+    On a CPU backend, several CPU devices (``XLA_FLAGS=
+    --xla_force_host_platform_device_count=N``) run one chunk no faster than one
+    device: they execute in turn. Concurrent host threads on one device do run in
+    parallel (workload 1, issue 6: 32 chunks in 1.58 s on two devices, 0.77 s with
+    two threads), so the sweep uses one CPU device and ``workers`` threads.
+    """
+    devices = jax.local_devices()
+    return devices[:1] if devices[0].platform == "cpu" else devices
+
+
 def default_chunk(devices=None) -> int:
     """Default points per chunk: 256 per CPU device, 8192 per GPU/TPU.
 
     Measured on workload 1 (issue 6, benchmarks/README.md): on CPU a vmapped
-    adaptive solve costs least per point at 256 points per device (the batch's
-    working set stays in cache, and small ordered chunks waste few lockstep
-    steps); 2048 per device costs ~1.7× more CPU time per point. Accelerators need
-    large batches to fill the device.
+    adaptive solve costs least per point at a few hundred points per chunk (the
+    batch's working set stays in cache, and small ordered chunks waste few
+    lockstep steps). Accelerators need large batches to fill the device.
     """
-    devices = list(jax.local_devices() if devices is None else devices)
+    devices = default_devices() if devices is None else list(devices)
     per_device = 256 if devices[0].platform == "cpu" else 8192
     return per_device * len(devices)
 

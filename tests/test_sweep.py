@@ -61,16 +61,24 @@ def test_grid_shape_and_agreement_with_direct_solves(small_sweep):
     assert {int(flows.Status.COLLAPSED), int(flows.Status.ESCAPED)} <= set(r["status"].ravel())
 
 
-def test_order_and_chunking_do_not_change_results(small_sweep):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_order_chunking_and_workers_do_not_change_results(small_sweep, workers):
     r = flows.sweep(
         point,
         {"alpha": ALPHAS, "rho": RHOS},
-        chunk_size=4,
+        chunk_size=2,
         order=lambda p: -p["alpha"] / p["rho"],
+        workers=workers,
         progress=False,
     )
+    assert r.n_computed == r.n_chunks > workers  # the threads share several chunks
     for name in ("status", "t_end", "beta"):
         np.testing.assert_array_equal(r[name], small_sweep[name])
+
+
+def test_workers_validation():
+    with pytest.raises(ValueError, match="`workers`"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, workers=0, progress=False)
 
 
 def test_static_parameters_compile_separately():
