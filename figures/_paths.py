@@ -235,7 +235,7 @@ LRS_SHOWN = (0.5, 0.25, 0.0625)
 def compute_discrete(ctx: Context) -> dict:
     theta0 = flows.balanced_init(ALPHA_DISC, 2, 2)
     # η = 2^-k, so that T / η is a multiple of N_SAVED and every run is saved at the same times.
-    lrs = 2.0 ** -np.arange(1, ctx.pick(9, 5))
+    lrs = 2.0 ** -np.arange(1, ctx.pick(11, 5))
     data = {"lrs": lrs}
     tight = dict(rtol=1e-11, atol=1e-13, collapse_tol=None)
     ts = np.linspace(0.0, T_DISC, N_SAVED + 1)
