@@ -157,9 +157,11 @@ class _System(eqx.Module):
         :math:`u_{lj}=t_{lj}\xi_j` (:func:`_orientation`; ``v`` is tied,
         :math:`v_{lj}=t_{lj}\bar v_j` on S). The vertex :math:`u_p` puts
         :math:`t_{lj_i}p_i` there, :math:`v_k` on the other sliding components and
-        :math:`\sigma_k` off S. On one surface this is Filippov's convex combination;
-        where :math:`f` is multilinear in :math:`u` (rescaled flow) it equals
-        :math:`f(\theta,v)`, and :math:`M=0` is used.
+        :math:`\sigma_k` off S. On one surface this is Filippov's convex combination.
+        The rescaled single-example field is multilinear in :math:`u`, with products
+        only within a coordinate, where one layer slides or all vanish (a dead
+        coordinate, both sides 0): there it equals :math:`f(\theta,v)`, and
+        :math:`M=0` is used.
         """
         u = jnp.where(sliding, v, sigma)
         m = self.n_vertex
