@@ -194,6 +194,7 @@ def solve(
 
             if dense:
                 raise ValueError("`dense=True` is not supported for the Filippov ℓ∞-SAM flow.")
+            solver = _rk.looped(solver)
             return solve_filippov_diffrax(method, data, theta0, ts, t1, solver=solver, **config)
         return _solve_diffrax(method, data, theta0, ts, t1, solver=solver, dense=dense, **config)
     if backend == "scipy":
