@@ -1,6 +1,6 @@
 """Workload 1 (issue 6): the 256 × 256 (α, ρ) phase-diagram sweep against scipy LSODA.
 
-    python benchmarks/sweep.py                 # full grid, 3 repeats, 24 baseline solves
+    python benchmarks/sweep.py                 # full grid, 3 repeats, 96 baseline solves
     python benchmarks/sweep.py --n 64 --repeats 1 --baseline 8   # quick
 
 Runs flows.sweep (jit/vmap chunks, points ordered by the expected-cost key α/ρ,
@@ -66,7 +66,7 @@ def main():
     parser.add_argument("--n", type=int, default=256, help="grid is n × n (default 256)")
     parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline", type=int, default=24, help="baseline subsample size")
+    parser.add_argument("--baseline", type=int, default=96, help="baseline subsample size")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     args.chunk = args.chunk or flows.default_chunk()
