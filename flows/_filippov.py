@@ -198,39 +198,38 @@ class _System(eqx.Module):
         return jax.jvp(self.h, (theta,), (velocity,))[1]
 
     def equivalent_control(self, t, theta, sigma, sliding):
-        r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for the tied
-        control :math:`v_{lj}=t_{lj}\bar v_j` on S (Newton on :math:`\bar v`).
+        r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for :math:`v_S` (Newton).
+
+        :math:`F` depends on the sliding controls of one coordinate only through
+        their oriented mean :math:`\bar v_j` (:meth:`field`), so those Jacobian columns
+        are equal and the minimum-norm Newton step keeps :math:`t_{lj}v_{lj}` equal
+        across the coordinate's sliding layers: the tied control.
 
         Returns ``(v, b)`` with ``b`` the diagonal of :math:`\partial\dot h/\partial v`
         (negative on an attracting surface).
         """
-        orient = _orientation(theta)
-        column = jnp.any(sliding, axis=0)
-        rows = sliding.ravel()[:, None] & column[None, :]
+        shape = theta.shape
+        mask = sliding.ravel()
+        eye = jnp.eye(mask.shape[0])
+        both = mask[:, None] & mask[None, :]
 
-        def residual(vbar):
-            v = orient * vbar
-            return jnp.where(
-                sliding, self.hdot(t, theta, self.field(t, theta, sigma, sliding, v)), 0.0
-            ).ravel()
+        def residual(vf):
+            v = vf.reshape(shape)
+            return self.hdot(t, theta, self.field(t, theta, sigma, sliding, v)).ravel()
 
         def newton(_, carry):
-            vbar, _ = carry
-            r, jac = residual(vbar), jax.jacfwd(residual)(vbar)
-            # Least squares: a coordinate's L sliding components give up to L
-            # equations for its one control (all proportional to d/dt ∂L/∂β_j on the
-            # curved surface), and the minimum-norm step is taken.
-            dv = jnp.linalg.lstsq(jnp.where(rows, jac, 0.0), -r)[0]
-            return vbar + jnp.where(column, dv, 0.0), jac
+            vf, _ = carry
+            r, jac = residual(vf), jax.jacfwd(residual)(vf)
+            a = jnp.where(both, jac, eye)
+            # Least squares: the sliding components of one coordinate share one
+            # control (and on the curved surface ∂L/∂β_j = 0 one equation), so the
+            # system is rank-deficient; the minimum-norm step is taken.
+            dv = jnp.linalg.lstsq(a, -jnp.where(mask, r, 0.0))[0]
+            return vf + jnp.where(mask, dv, 0.0), jnp.diagonal(jac)
 
-        vbar, jac = lax.fori_loop(
-            0, _NEWTON_ITERS, newton, (jnp.zeros(theta.shape[1]), jnp.zeros(rows.shape))
-        )
-        # ∂ḣ_k/∂u_k ≈ t_k ∂ḣ_k/∂v̄_j(k): the column of k's own coordinate.
-        own = jnp.take_along_axis(
-            jac, jnp.tile(jnp.arange(theta.shape[1]), theta.shape[0])[:, None], axis=1
-        )
-        return orient * vbar, orient * own.reshape(theta.shape)
+        v0 = jnp.where(mask, 0.0, sigma.ravel())
+        vf, b = lax.fori_loop(0, _NEWTON_ITERS, newton, (v0, jnp.zeros_like(v0)))
+        return vf.reshape(shape), b.reshape(shape)
 
     def velocity(self, t, theta, sigma, sliding):
         """The field of the current mode, sliding components at the equivalent control."""
