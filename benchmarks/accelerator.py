@@ -2,8 +2,8 @@
 
     python benchmarks/accelerator.py [--n 1000] [--chunk 8192] [--cache DIR]
 
-Device-agnostic: flows.sweep splits each chunk across jax.local_devices() of the
-default backend (GPUs where present; otherwise one CPU device per core). The
+Device-agnostic: flows.sweep splits each chunk across the local accelerators
+where present; on a CPU it runs one chunk per core in host threads. The
 sweep is cached and resumable (``--cache``, default benchmarks/results/cache), so
 an interrupted run continues; pass ``--fresh`` to time it from scratch in a new
 cache folder. Reports points per second.
