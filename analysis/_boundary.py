@@ -17,7 +17,12 @@ import numpy as np
 
 import flows
 
-from ._certify import certificate, keeps_invariant_order, perturbation_bound, time_scale
+from ._certify import (
+    certificate,
+    invariant_leader,
+    keeps_invariant_order,
+    perturbation_bound,
+)
 from ._problem import (
     check_alpha,
     check_count,
@@ -27,10 +32,9 @@ from ._problem import (
     check_positive,
     log_growth_rates,
 )
-from ._regime import COLLAPSE, DIRECT, SEQUENTIAL, T_FACTOR, UNDETERMINED, default_escape_tol
+from ._regime import COLLAPSE, SEQUENTIAL, UNDETERMINED, budget, decide, default_escape_tol
 
 KINDS = ("collapse", "direct")
-ESCAPE = SEQUENTIAL  # kind="collapse" only needs "escaped"; reported with this code
 N_GRID = 2001  # points per solve on which j† is read for kind="direct"
 
 
@@ -105,14 +109,16 @@ def _classify(methods, data, depth, alphas, *, kind, options, max_passes):
     code = np.full(n, -1)
     other = np.zeros(n, bool)
     first = np.ones(n, bool)
+    passes = np.zeros(n, int)
     grid = kind == "direct"
+    need = "escape" if kind == "collapse" else "direct"
     opts = tuple(sorted(options.items()))
     for _ in range(max_passes):
         todo = np.flatnonzero(code < 0)
         if todo.size == 0:
             break
         pick = np.resize(todo, n)  # pad with undecided points: one shape, one compilation
-        t1 = np.array([T_FACTOR * float(time_scale(theta[i], mu, bounds[i], depth)) for i in pick])
+        t1 = np.array([budget(theta[i], mu, bounds[i], depth, passes[i]) for i in pick])
         status, theta_end, moved = _pass(
             jax.tree.map(lambda x, p=pick: x[p], batch),
             data,
@@ -125,23 +131,26 @@ def _classify(methods, data, depth, alphas, *, kind, options, max_passes):
         )
         status, theta_end, moved = (np.asarray(x)[: todo.size] for x in (status, theta_end, moved))
         theta[todo], first[todo] = theta_end, False
+        passes[todo] += 1
         other[todo] |= moved
         for k, i in enumerate(todo):
             escaped, leader, settled = (
                 np.asarray(x) for x in certificate(theta[i], mu, bounds[i], depth)
             )
-            if not keeps_invariant_order(methods[i], theta0[i], theta[i], mu, depth):
-                code[i] = UNDETERMINED
-            elif status[k] == flows.Status.COLLAPSED:
-                code[i] = COLLAPSE
-            elif status[k] not in (flows.Status.OK, flows.Status.ESCAPED):
-                code[i] = UNDETERMINED
-            elif kind == "collapse" and escaped:
-                code[i] = ESCAPE
-            elif kind == "direct" and other[i]:
-                code[i] = SEQUENTIAL  # any escape is then not direct; a collapse is not either
-            elif settled:
-                code[i] = DIRECT if int(leader) == target else SEQUENTIAL
+            intact = keeps_invariant_order(methods[i], theta0[i], theta[i], mu, depth)
+            lead = invariant_leader(methods[i], theta0[i], mu, depth)
+            got = decide(
+                int(status[k]),
+                bool(escaped),
+                bool(settled),
+                int(leader),
+                intact,
+                lead,
+                bool(other[i]),
+                target,
+                need,
+            )
+            code[i] = -1 if got is None else got
     code[code < 0] = UNDETERMINED
     return code
 

@@ -129,3 +129,22 @@ def keeps_invariant_order(method, theta0, theta, mu, depth: int):
     q = mu * np.min(np.asarray(theta), axis=0) ** (depth - 2)
     before = q0[:, None] < q0[None, :]
     return bool(np.all(q[:, None] < q[None, :], where=before))
+
+
+def invariant_leader(method, theta0, mu, depth: int):
+    r"""The limit leader that the :math:`q`-order theorem proves, or None where it does not apply.
+
+    For GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` from a balanced start the :math:`q_j` keep their
+    order (:func:`keeps_invariant_order`) and, on an escape, the largest one blows up first
+    while the others stay finite (science.md §5), so :math:`j^\dagger` ends on
+    :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (unique). This decides the limit where the float64
+    state cannot (near the degenerate saddle the coordinates agree to below double precision).
+    """
+    if depth < 3 or isinstance(method, flows.LinfSAM):
+        return None
+    theta0 = np.asarray(theta0)
+    if not np.all(theta0 == theta0[:1]):
+        return None  # not a balanced start
+    q0 = np.asarray(mu) * theta0[0] ** (depth - 2)
+    top = np.flatnonzero(q0 == q0.max())
+    return int(top[0]) if top.size == 1 else None

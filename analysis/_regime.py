@@ -13,7 +13,13 @@ import numpy as np
 
 import flows
 
-from ._certify import certificate, keeps_invariant_order, perturbation_bound, time_scale
+from ._certify import (
+    certificate,
+    invariant_leader,
+    keeps_invariant_order,
+    perturbation_bound,
+    time_scale,
+)
 from ._dominant import _switches
 from ._problem import check_count, check_depth, check_positive, single_example_problem
 
@@ -22,9 +28,16 @@ REGIMES = ("collapse", "sequential", "direct", "minor", "undetermined")
 COLLAPSE, SEQUENTIAL, DIRECT, MINOR, UNDETERMINED = range(len(REGIMES))
 
 #: τ budget of one solve, in units of :func:`analysis._certify.time_scale` (the field's own
-#: time unit, 1/min μ at L = 2). A run that lingers near the degenerate saddle at L >= 3
-#: (power-law time in |α/α_c - 1|) is continued from where it stopped.
+#: time unit, 1/min μ at L = 2), times ``T_GROWTH`` to the number of continuations: a run that
+#: lingers near the degenerate saddle at L >= 3, where the time spent grows as a power of
+#: 1/|α/α_c - 1| and the motion slows down as a power of τ, gets geometrically longer budgets.
 T_FACTOR = 1e6
+T_GROWTH = 10.0
+
+
+def budget(theta, mu, bound, depth: int, restarts: int) -> float:
+    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations."""
+    return float(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth))
 
 
 def regime_code(collapsed, settled, leader, visited_other, target):
@@ -49,6 +62,38 @@ def regime_code(collapsed, settled, leader, visited_other, target):
     """
     escaped = jnp.where(leader != target, MINOR, jnp.where(visited_other, SEQUENTIAL, DIRECT))
     return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
+
+
+def decide(status, escaped, settled, leader, intact, theorem_leader, visited_other, target, need):
+    r"""The regime code of a run once its facts decide it, else None (continue the run).
+
+    One rule for :func:`regime_path` (``need="path"``) and the boundary searches
+    (``need="escape"``: an escape certificate is enough; ``need="direct"``: a visit to another
+    index is enough). ``status`` is a :class:`flows.Status` code; ``escaped``, ``settled``,
+    ``leader`` come from :func:`analysis.certificate`; ``intact`` from
+    :func:`analysis._certify.keeps_invariant_order`; ``theorem_leader`` from
+    :func:`analysis._certify.invariant_leader`. A state that has lost its order decides the
+    leader by the theorem once the escape is certified, and is otherwise continued (a
+    collapse does not depend on the order). A solve that spent its step budget (``max_steps``:
+    e.g. the stiff approach to the origin at even :math:`L\ge4`, where the normalised
+    perturbation turns as :math:`\rho/\lVert w\rVert`) is continued like one that reached its
+    time budget; ``nonfinite`` is ``undetermined``.
+    """
+    if status == flows.Status.COLLAPSED:
+        return COLLAPSE
+    if status not in (flows.Status.OK, flows.Status.ESCAPED, flows.Status.MAX_STEPS):
+        return UNDETERMINED  # nonfinite: a solver failure
+    if need == "escape" and escaped:
+        return SEQUENTIAL  # "escaped": all that kind="collapse" needs
+    if need == "direct" and visited_other:
+        return SEQUENTIAL
+    if not intact:
+        if not (escaped and theorem_leader is not None):
+            return None
+        leader, settled = theorem_leader, True
+    if settled:
+        return int(regime_code(False, True, leader, visited_other, target))
+    return None
 
 
 def default_escape_tol(depth: int) -> float:
@@ -104,17 +149,19 @@ def regime_path(
       every depth by comparison with GD solutions; at :math:`L\ge3` it decides the
       finite-:math:`\tau` blow-up, which the first coordinate to blow up wins).
 
-    A state that breaks an order the exact flow keeps
-    (:func:`analysis._certify.keeps_invariant_order`: the :math:`q_j=\mu_jw_j^{L-2}` of GD, ℓ2-SAM and LE-SAM at :math:`L\ge3`) has lost the
-    coordinates' gaps to rounding; the run is then ``undetermined`` with status
-    ``"precision_lost"``.
+    Near the degenerate saddle at :math:`L\ge3` the coordinates can agree to below double
+    precision. For GD, ℓ2-SAM and LE-SAM the exact flow keeps the order of
+    :math:`q_j=\mu_jw_j^{L-2}` (science.md §5): a change of :math:`j^\dagger` seen in a state
+    that breaks it is rounding and is dropped, and once the escape is certified the limit is
+    the theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}`
+    (:func:`analysis._certify.invariant_leader`); if the observed sequence does not end there,
+    that last change is appended with time NaN (it happens in the final blow-up, below the
+    resolution of float64).
 
     Each solve stops at ``escape_tol`` times its starting norm (default
-    :func:`default_escape_tol`) or at ``t1`` (default :data:`T_FACTOR` times the field's own
-    time unit at its start), and is then continued if undecided. The regime is
-    :func:`regime_code` of the decided facts. Near :math:`\alpha_c` at :math:`L\ge3` the
-    coordinates can agree to below double precision, so that no certificate is reached: such a
-    run is ``undetermined``, never guessed.
+    :func:`default_escape_tol`) or at ``t1`` (default :func:`budget`), and is then continued
+    if undecided. The regime is :func:`decide` of the facts. A run still undecided after
+    ``max_restarts`` is ``undetermined``, never guessed.
 
     Arguments:
         method: GD, L2SAM, LinfSAM or LESAM; its ρ (or σ) is the one used.
@@ -150,40 +197,63 @@ def regime_path(
     problem = single_example_problem(method, mu, alpha, depth, t1=1.0, **options)
     mu = np.asarray(problem.data.X[0])
     bound = perturbation_bound(problem.method)
-    sequence, times, offset, restarts = None, [], 0.0, 0
+    target = int(np.argmax(mu))
     theta = theta0 = np.asarray(problem.theta0)
+    lead = invariant_leader(problem.method, theta0, mu, depth)
+    intact = lambda th: keeps_invariant_order(problem.method, theta0, th, mu, depth)  # noqa: E731
+    sequence, times, offset, restarts, lost = None, [], 0.0, 0, False
     while True:
-        t1_here = float(T_FACTOR * time_scale(theta, mu, bound, depth)) if t1 is None else t1
+        t1_here = budget(theta, mu, bound, depth, restarts) if t1 is None else t1
         problem = problem.restart(theta, t1=t1_here)
         traj = problem.solve()
         sw = _switches(traj, problem.rates(theta))
         if sequence is None:
             sequence = [sw.initial]
-        elif sw.initial != sequence[-1]:  # a change exactly at the continuation point
+        elif sw.initial != sequence[-1] and not lost:  # a change exactly at the continuation
             sequence.append(sw.initial)
             times.append(offset)
         for t, b in zip(sw.times, sw.after, strict=True):
-            if int(b) != sequence[-1]:
+            # A change seen in a state that has lost the exact flow's order is rounding.
+            lost = lost or not intact(np.asarray(traj.evaluate(t)))
+            if int(b) != sequence[-1] and not lost:
                 sequence.append(int(b))
                 times.append(offset + float(t))
         offset += float(traj.t_end)
-        status = str(traj.status_name)
         theta = np.asarray(traj.theta_end)
-        _, leader, settled = (np.asarray(x) for x in certificate(theta, mu, bound, depth))
-        if not keeps_invariant_order(problem.method, theta0, theta, mu, depth):
-            settled, status = False, "precision_lost"  # undetermined: never a guessed leader
-        decided = status == "collapsed" or bool(settled)
-        if decided or status not in ("escaped", "ok") or restarts >= max_restarts:
+        escaped, leader, settled = (np.asarray(x) for x in certificate(theta, mu, bound, depth))
+        lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
+        code = decide(
+            int(traj.status),
+            bool(escaped),
+            bool(settled),
+            int(leader),
+            not lost,
+            lead,
+            any(j != target for j in sequence),
+            target,
+            "path",
+        )
+        if code is not None or restarts >= max_restarts:
             break
         restarts += 1
+    if code is None:
+        code = UNDETERMINED
+    elif lost and code != COLLAPSE and sequence[-1] != lead:
+        # Decided by the q-order theorem: the last change, to `lead`, happens in the final
+        # blow-up, below the resolution of float64; its time is reported as NaN.
+        sequence.append(lead)
+        times.append(np.nan)
     loss_end = float(flows.objective(theta, problem.data, loss))
-    target = int(np.argmax(mu))
-    visited_other = any(j != target for j in sequence)
-    code = regime_code(status == "collapsed", bool(settled), int(leader), visited_other, target)
     monotone = bool(np.all(np.diff(mu[sequence]) > 0))
-    times = np.array(times)
     return RegimePath(
-        REGIMES[int(code)], sequence, times, monotone, status, offset, loss_end, restarts
+        REGIMES[code],
+        sequence,
+        np.array(times),
+        monotone,
+        str(traj.status_name),
+        offset,
+        loss_end,
+        restarts,
     )
 
 
