@@ -215,8 +215,9 @@ def boundary(
     "Below" and "above" follow the order of ``bracket`` (``(lo, hi)`` with ``lo`` on the
     below side; ``hi < lo`` is allowed for a family whose regime reverses, e.g. ρ at fixed α).
 
-    The first round classifies ``points`` values spread over the bracket (log-spaced with
-    ``log=True``) in one ``jax.vmap`` call; it must show exactly one change. Each further round
+    The first round classifies ``points`` values spread over the bracket (its ends, and
+    interior values log-spaced with ``log=True``, offset so that none sits on a simple ratio of
+    the ends) in one ``jax.vmap`` call; it must show exactly one change. Each further round
     classifies ``points`` values inside the current bracket and keeps the sub-interval of the
     change, until :math:`|hi-lo|\le` ``rtol`` :math:`|lo|`. Each point is continued pass after
     pass (``max_passes``) until it is decided; one still undecided is ``undetermined`` and
@@ -302,8 +303,11 @@ def boundary(
             )
         return np.isin(code, below_codes)
 
-    spread = np.geomspace if log else np.linspace
-    ps = spread(lo, hi, points)
+    # The ends, and points - 2 interior values offset from the equispaced fractions by an
+    # irrational amount, so that none lands on a simple ratio (e.g. the geometric midpoint of
+    # (0.5, 1) is 1/√2, an exact equilibrium of ℓ2-SAM at d = 1: undecidable).
+    u = np.r_[0.0, (np.arange(1, points - 1) + (1 / np.pi - 0.5) / 2) / (points - 1), 1.0]
+    ps = lo * (hi / lo) ** u if log else lo + (hi - lo) * u
     found = _change(ps, flags(ps), "across `bracket`")
     if found is None:
         if _scan_default:
