@@ -8,6 +8,7 @@ from ._boundary import direct_alpha as direct_alpha
 from ._bounds import L2SAMThresholds as L2SAMThresholds
 from ._bounds import l2sam_thresholds as l2sam_thresholds
 from ._certify import certificate as certificate
+from ._certify import limit_leader as limit_leader
 from ._certify import perturbation_bound as perturbation_bound
 from ._dominant import Switches as Switches
 from ._dominant import dominant_index as dominant_index

@@ -17,12 +17,7 @@ import numpy as np
 
 import flows
 
-from ._certify import (
-    certificate,
-    invariant_leader,
-    keeps_invariant_order,
-    perturbation_bound,
-)
+from ._certify import perturbation_bound
 from ._problem import (
     check_alpha,
     check_count,
@@ -30,12 +25,11 @@ from ._problem import (
     check_method,
     check_mu,
     check_positive,
-    log_growth_rates,
 )
-from ._regime import COLLAPSE, SEQUENTIAL, UNDETERMINED, budget, decide, default_escape_tol
+from ._regime import COLLAPSE, SEQUENTIAL, UNDETERMINED, default_escape_tol
+from ._run import run
 
 KINDS = ("collapse", "direct")
-N_GRID = 2001  # points per solve on which j† is read for kind="direct"
 
 
 class Boundary(NamedTuple):
@@ -74,85 +68,24 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _pass(methods, data, theta0, t1, first, depth, grid, options):
-    """One vmapped solve per point: (status, theta_end, j† changed or left the target)."""
-    opts = dict(options)
-    target = jnp.argmax(data.X[0])
+def _batch(methods, data, theta0, depth, options, need, max_passes):
+    """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
 
-    def one(method, theta, t_budget, is_first):
-        traj = flows.solve(method, data, theta, t1=t_budget, rescaled=True, dense=grid, **opts)
-        other = jnp.asarray(False)
-        if grid:
-            rates = log_growth_rates(method, data, opts["loss"], True, theta)
-            size = jnp.sum(jnp.log(jnp.abs(theta)), axis=0)
-            j0 = jnp.argmax(jnp.where(size == jnp.max(size), rates, -jnp.inf))
-            ts = jnp.linspace(0.0, 1.0, N_GRID)[1:] * traj.t_end
-            logb = jax.vmap(
-                lambda t: jnp.sum(jnp.log(jnp.abs(traj.interpolation.evaluate(t))), axis=0)
-            )(ts)
-            js = jnp.argmax(logb, axis=-1)
-            other = jnp.any(js != target) | ((j0 != target) & is_first)
-        return traj.status, traj.theta_end, other
+    def one(method, theta):
+        out = run(
+            method, data, theta, depth=depth, options=options, need=need, max_passes=max_passes
+        )
+        return out["code"]
 
-    return jax.vmap(one)(methods, theta0, t1, first)
+    return jax.vmap(one)(methods, theta0)
 
 
 def _classify(methods, data, depth, alphas, *, kind, options, max_passes):
-    """Regime code per point (COLLAPSE / ESCAPE or SEQUENTIAL / DIRECT / UNDETERMINED)."""
-    n = len(methods)
-    mu = np.asarray(data.X[0])
-    target = int(np.argmax(mu))
-    batch = _stack(methods)
-    bounds = np.array([float(perturbation_bound(m)) for m in methods])
-    theta = np.stack([np.asarray(flows.balanced_init(a, depth, mu.size)) for a in alphas])
-    theta0 = theta.copy()
-    code = np.full(n, -1)
-    other = np.zeros(n, bool)
-    first = np.ones(n, bool)
-    passes = np.zeros(n, int)
-    grid = kind == "direct"
+    """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ..."""
+    theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
     opts = tuple(sorted(options.items()))
-    for _ in range(max_passes):
-        todo = np.flatnonzero(code < 0)
-        if todo.size == 0:
-            break
-        pick = np.resize(todo, n)  # pad with undecided points: one shape, one compilation
-        t1 = np.array([budget(theta[i], mu, bounds[i], depth, passes[i]) for i in pick])
-        status, theta_end, moved = _pass(
-            jax.tree.map(lambda x, p=pick: x[p], batch),
-            data,
-            jnp.asarray(theta[pick]),
-            jnp.asarray(t1),
-            jnp.asarray(first[pick]),
-            depth,
-            grid,
-            opts,
-        )
-        status, theta_end, moved = (np.asarray(x)[: todo.size] for x in (status, theta_end, moved))
-        theta[todo], first[todo] = theta_end, False
-        passes[todo] += 1
-        other[todo] |= moved
-        for k, i in enumerate(todo):
-            escaped, leader, settled = (
-                np.asarray(x) for x in certificate(theta[i], mu, bounds[i], depth)
-            )
-            intact = keeps_invariant_order(methods[i], theta0[i], theta[i], mu, depth)
-            lead = invariant_leader(methods[i], theta0[i], mu, depth)
-            got = decide(
-                int(status[k]),
-                bool(escaped),
-                bool(settled),
-                int(leader),
-                intact,
-                lead,
-                bool(other[i]),
-                target,
-                need,
-            )
-            code[i] = -1 if got is None else got
-    code[code < 0] = UNDETERMINED
-    return code
+    return np.asarray(_batch(_stack(methods), data, theta0, depth, opts, need, max_passes))
 
 
 def _check_family(family, p, d):
@@ -196,13 +129,13 @@ def boundary(
     rtol: float = 1e-8,
     points: int = 17,
     log: bool = True,
-    max_steps: int = 100_000,
+    max_steps: int = 16_384,
     collapse_tol: float = 1e-6,
     escape_tol=None,
     loss: str = "logistic",
     solver_rtol: float = 1e-11,
     solver_atol: float = 1e-16,
-    max_passes: int = 40,
+    max_passes: int = 64,
     _scan_default: bool = False,
 ) -> Boundary:
     r"""Where the regime changes along ``family``: :math:`p\mapsto` ``(method, alpha)``.
@@ -210,7 +143,7 @@ def boundary(
     ``kind="collapse"``: below the boundary the run collapses, above it escapes (certified:
     some weight exceeds the perturbation bound, :func:`analysis.certificate`).
     ``kind="direct"``: below, the run collapses or :math:`j^\dagger` visits an index other than
-    :math:`\arg\max\mu` (read at :math:`\tau=0^+` by the tie rule and on 2001 points of each
+    :math:`\arg\max\mu` (read at :math:`\tau=0^+` by the tie rule and on 257 points of each
     solve's dense output); above, it is settled on :math:`\arg\max\mu` having never left it.
     "Below" and "above" follow the order of ``bracket`` (``(lo, hi)`` with ``lo`` on the
     below side; ``hi < lo`` is allowed for a family whose regime reverses, e.g. ρ at fixed α).

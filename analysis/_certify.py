@@ -40,7 +40,6 @@ Both are sufficient conditions, proven for every depth; a run is continued until
 """
 
 import jax.numpy as jnp
-import numpy as np
 
 import flows
 
@@ -111,40 +110,77 @@ def time_scale(theta, mu, bound, depth: int):
 
 
 def keeps_invariant_order(method, theta0, theta, mu, depth: int):
-    r"""False when ``theta`` breaks an order the exact flow keeps: a precision alarm.
+    r"""False when ``theta`` breaks an order the exact flow keeps: a precision alarm (traceable).
 
     For GD, ℓ2-SAM and LE-SAM from a balanced start the perturbation is
-    :math:`\varepsilon_j=-c\,\mu_jw_j^{L-1}` with one scalar :math:`c\ge0` for all coordinates,
-    so every :math:`q_j=\mu_jw_j^{L-2}` obeys the same scalar ODE
-    :math:`\dot q=(L-2)q^2(1-cq/w)^{L-1}`-type law (science.md §5: with ℓ2-SAM,
-    :math:`\dot q=(L-2)q^2(1-\rho q/N)^{L-1}`) and the order of the :math:`q_j` never changes
-    (:math:`L\ge3`). Near the degenerate saddle, where all :math:`q_j` are equal, a float64
-    state can lose that order; a leader certified from such a state is not to be trusted. True
-    for every other method and depth.
+    :math:`\varepsilon_j=-c\,\mu_jw_j^{L-1}` with one scalar :math:`c\ge0` for all
+    coordinates, so every :math:`q_j=\mu_jw_j^{L-2}` obeys the same scalar ODE
+    :math:`\dot q=(L-2)q^2(1-cq)^{L-1}` (science.md §5, with :math:`c=\rho/N` for ℓ2-SAM) and
+    the order of the :math:`q_j` never changes (:math:`L\ge3`). Near the degenerate saddle,
+    where all :math:`q_j` are equal, a float64 state can lose that order; a leader certified
+    from such a state is not to be trusted. True for every other method and depth.
     """
     if depth < 3 or isinstance(method, flows.LinfSAM):
-        return True
-    mu = np.asarray(mu)
-    q0 = mu * np.min(np.asarray(theta0), axis=0) ** (depth - 2)
-    q = mu * np.min(np.asarray(theta), axis=0) ** (depth - 2)
+        return jnp.asarray(True)
+    mu = jnp.asarray(mu)
+    q0 = mu * jnp.min(jnp.asarray(theta0), axis=0) ** (depth - 2)
+    q = mu * jnp.min(jnp.asarray(theta), axis=0) ** (depth - 2)
     before = q0[:, None] < q0[None, :]
-    return bool(np.all(q[:, None] < q[None, :], where=before))
+    return jnp.all(~before | (q[:, None] < q[None, :]))
+
+
+def limit_index(method, mu, alpha, depth: int):
+    r"""Traceable :func:`limit_leader`: the index, or -1 where it predicts none."""
+    mu = jnp.asarray(mu, dtype=jnp.float64)
+    alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype=jnp.float64), mu.shape)
+    if depth <= 2 and not isinstance(method, flows.LinfSAM) or depth == 1:
+        score = mu
+    elif isinstance(method, flows.LinfSAM):
+        shifted = jnp.where(alpha > method.rho, alpha - method.rho, 1.0)
+        score = jnp.where(alpha > method.rho, mu * shifted ** (depth - 2), -jnp.inf)
+    else:
+        perturbation_bound(method)  # a known method
+        score = mu * alpha ** (depth - 2)
+    top = score == jnp.max(score)
+    unique = (jnp.sum(top) == 1) & jnp.isfinite(jnp.max(score))
+    return jnp.where(unique, jnp.argmax(score), -1)
+
+
+def limit_leader(method, mu, alpha, depth: int):
+    r"""The predicted limit of :math:`j^\dagger` from a balanced start, if the run escapes.
+
+    One definition of the limit predictions (science.md §4–5), index 0-based, or None when no
+    coordinate can escape or the prediction ties:
+
+    * :math:`L=1`: :math:`\dot w=\mu` exactly, so :math:`\arg\max\mu` (the direction itself
+      tends to :math:`\mu/\lVert\mu\rVert`, claim C1);
+    * ℓ∞-SAM, :math:`L\ge2`: the coordinates decouple, :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}`
+      for :math:`w_j>0`, so only :math:`\alpha_j>\rho` grow and the limit is
+      :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}` (claim C2; at :math:`L=2`
+      :math:`\arg\max_{\alpha_j>\rho}\mu_j`, the largest rate);
+    * GD, ℓ2-SAM, LE-SAM: :math:`\arg\max\mu` at :math:`L=2` (C3), and at :math:`L\ge3` the
+      :math:`q`-order theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (science.md §5).
+
+    >>> import flows, analysis
+    >>> analysis.limit_leader(flows.LinfSAM(0.1), [1.0, 2.0, 3.0], [0.6, 0.25, 0.12], 3)
+    0
+    """
+    k = int(limit_index(method, mu, alpha, depth))
+    return None if k < 0 else k
 
 
 def invariant_leader(method, theta0, mu, depth: int):
-    r"""The limit leader that the :math:`q`-order theorem proves, or None where it does not apply.
+    r"""The limit leader that the :math:`q`-order theorem proves, or -1 where it does not apply.
 
     For GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` from a balanced start the :math:`q_j` keep their
     order (:func:`keeps_invariant_order`) and, on an escape, the largest one blows up first
     while the others stay finite (science.md §5), so :math:`j^\dagger` ends on
     :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (unique). This decides the limit where the float64
     state cannot (near the degenerate saddle the coordinates agree to below double precision).
+    Traceable.
     """
     if depth < 3 or isinstance(method, flows.LinfSAM):
-        return None
-    theta0 = np.asarray(theta0)
-    if not np.all(theta0 == theta0[:1]):
-        return None  # not a balanced start
-    q0 = np.asarray(mu) * theta0[0] ** (depth - 2)
-    top = np.flatnonzero(q0 == q0.max())
-    return int(top[0]) if top.size == 1 else None
+        return jnp.asarray(-1)
+    theta0 = jnp.asarray(theta0)
+    balanced = jnp.all(theta0 == theta0[:1])
+    return jnp.where(balanced, limit_index(method, mu, theta0[0], depth), -1)

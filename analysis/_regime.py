@@ -35,9 +35,9 @@ T_FACTOR = 1e6
 T_GROWTH = 10.0
 
 
-def budget(theta, mu, bound, depth: int, restarts: int) -> float:
+def budget(theta, mu, bound, depth: int, restarts):
     """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations."""
-    return float(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth))
+    return T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth)
 
 
 def regime_code(collapsed, settled, leader, visited_other, target):
@@ -65,35 +65,34 @@ def regime_code(collapsed, settled, leader, visited_other, target):
 
 
 def decide(status, escaped, settled, leader, intact, theorem_leader, visited_other, target, need):
-    r"""The regime code of a run once its facts decide it, else None (continue the run).
+    r"""The regime code of a run once its facts decide it, else -1 (continue the run).
 
-    One rule for :func:`regime_path` (``need="path"``) and the boundary searches
-    (``need="escape"``: an escape certificate is enough; ``need="direct"``: a visit to another
-    index is enough). ``status`` is a :class:`flows.Status` code; ``escaped``, ``settled``,
-    ``leader`` come from :func:`analysis.certificate`; ``intact`` from
-    :func:`analysis._certify.keeps_invariant_order`; ``theorem_leader`` from
-    :func:`analysis._certify.invariant_leader`. A state that has lost its order decides the
-    leader by the theorem once the escape is certified, and is otherwise continued (a
-    collapse does not depend on the order). A solve that spent its step budget (``max_steps``:
-    e.g. the stiff approach to the origin at even :math:`L\ge4`, where the normalised
-    perturbation turns as :math:`\rho/\lVert w\rVert`) is continued like one that reached its
-    time budget; ``nonfinite`` is ``undetermined``.
+    One rule, traceable, for :func:`regime_path` and the phase diagrams (``need="path"``) and the
+    boundary searches (``need="escape"``: an escape certificate is enough; ``need="direct"``: a
+    visit to another index is enough). In order of precedence:
+
+    1. status ``collapsed``: ``collapse``;
+    2. status ``nonfinite`` (a solver failure): ``undetermined``;
+    3. the shortcut of ``need`` (reported as ``sequential``);
+    4. a state that has lost the exact flow's order (``intact`` False, from
+       :func:`analysis._certify.keeps_invariant_order`) takes the leader of the theorem
+       (``theorem_leader`` >= 0, :func:`analysis._certify.invariant_leader`) once the escape is
+       certified, and is otherwise continued (a collapse does not depend on the order);
+    5. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``.
+
+    A solve that spent its time or step budget (``ok``, ``max_steps``: e.g. the stiff approach
+    to the origin at even :math:`L\ge4`, where the normalised perturbation turns as
+    :math:`\rho/\lVert w\rVert`) or stopped at its escape threshold is continued.
     """
-    if status == flows.Status.COLLAPSED:
-        return COLLAPSE
-    if status not in (flows.Status.OK, flows.Status.ESCAPED, flows.Status.MAX_STEPS):
-        return UNDETERMINED  # nonfinite: a solver failure
-    if need == "escape" and escaped:
-        return SEQUENTIAL  # "escaped": all that kind="collapse" needs
-    if need == "direct" and visited_other:
-        return SEQUENTIAL
-    if not intact:
-        if not (escaped and theorem_leader is not None):
-            return None
-        leader, settled = theorem_leader, True
-    if settled:
-        return int(regime_code(False, True, leader, visited_other, target))
-    return None
+    code_of = lambda k: regime_code(False, True, k, visited_other, target)  # noqa: E731
+    by_theorem = jnp.where(escaped & (theorem_leader >= 0), code_of(theorem_leader), -1)
+    code = jnp.where(intact, jnp.where(settled, code_of(leader), -1), by_theorem)
+    if need == "escape":
+        code = jnp.where(escaped, SEQUENTIAL, code)
+    elif need == "direct":
+        code = jnp.where(visited_other, SEQUENTIAL, code)
+    code = jnp.where(status == flows.Status.NONFINITE, UNDETERMINED, code)
+    return jnp.where(status == flows.Status.COLLAPSED, COLLAPSE, code)
 
 
 def default_escape_tol(depth: int) -> float:
@@ -199,11 +198,11 @@ def regime_path(
     bound = perturbation_bound(problem.method)
     target = int(np.argmax(mu))
     theta = theta0 = np.asarray(problem.theta0)
-    lead = invariant_leader(problem.method, theta0, mu, depth)
-    intact = lambda th: keeps_invariant_order(problem.method, theta0, th, mu, depth)  # noqa: E731
+    lead = int(invariant_leader(problem.method, theta0, mu, depth))
+    intact = lambda th: bool(keeps_invariant_order(problem.method, theta0, th, mu, depth))  # noqa: E731
     sequence, times, offset, restarts, lost = None, [], 0.0, 0, False
     while True:
-        t1_here = budget(theta, mu, bound, depth, restarts) if t1 is None else t1
+        t1_here = float(budget(theta, mu, bound, depth, restarts)) if t1 is None else t1
         problem = problem.restart(theta, t1=t1_here)
         traj = problem.solve()
         sw = _switches(traj, problem.rates(theta))
@@ -222,21 +221,13 @@ def regime_path(
         theta = np.asarray(traj.theta_end)
         escaped, leader, settled = (np.asarray(x) for x in certificate(theta, mu, bound, depth))
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
-        code = decide(
-            int(traj.status),
-            bool(escaped),
-            bool(settled),
-            int(leader),
-            not lost,
-            lead,
-            any(j != target for j in sequence),
-            target,
-            "path",
-        )
-        if code is not None or restarts >= max_restarts:
+        facts = (bool(escaped), bool(settled), int(leader), not lost, lead)
+        visited = any(j != target for j in sequence)
+        code = int(decide(int(traj.status), *facts, visited, target, "path"))
+        if code >= 0 or restarts >= max_restarts:
             break
         restarts += 1
-    if code is None:
+    if code < 0:
         code = UNDETERMINED
     elif lost and code != COLLAPSE and sequence[-1] != lead:
         # Decided by the q-order theorem: the last change, to `lead`, happens in the final

@@ -1,0 +1,160 @@
+r"""The traceable per-run layer: one single-example run, continued until decided, as JAX code.
+
+:func:`run` is the batch form of :func:`analysis.regime_path` (same certificates, same
+:func:`analysis._regime.decide`, same budgets): jit- and vmap-able, so that the boundary
+searches (:func:`analysis.boundary`) and the phase diagrams (:func:`analysis.phase_diagram`,
+through :func:`flows.sweep`) classify thousands of runs in one compiled call. It differs from
+:func:`analysis.regime_path` only in how switch times are located: :math:`j^\dagger` is read on
+``n_grid`` points of each solve's dense output and every change is refined by 60 bisection
+steps on :math:`\log|\beta_b|-\log|\beta_a|` (:func:`analysis.regime_path` samples every solver
+step and uses Brent's method); a change and its return inside one grid interval are not seen.
+"""
+
+import jax
+import jax.numpy as jnp
+
+import flows
+
+from ._certify import certificate, invariant_leader, keeps_invariant_order, perturbation_bound
+from ._problem import log_growth_rates
+from ._regime import COLLAPSE, UNDETERMINED, budget, decide
+
+BISECTIONS = 60
+
+
+def _log_size(theta):
+    return jnp.sum(jnp.log(jnp.abs(theta)), axis=0)  # log|β_j|
+
+
+def run(
+    method,
+    data,
+    theta0,
+    *,
+    depth: int,
+    options: tuple,
+    need: str = "path",
+    n_grid: int = 257,
+    max_passes: int = 64,
+    max_switches: int = 16,
+):
+    r"""Classify one rescaled single-example run from ``theta0`` (traceable).
+
+    Solves with :func:`flows.solve` (dense output where :math:`j^\dagger` is tracked), pass after
+    pass in a ``lax.while_loop``, each with the budget :func:`analysis._regime.budget`, until
+    :func:`analysis._regime.decide` returns a code or ``max_passes`` is spent (``undetermined``).
+
+    Arguments:
+        method, data, theta0: as for :func:`flows.solve` (``data`` one example, ``theta0``
+            balanced for the theorem of :func:`analysis._certify.invariant_leader`).
+        depth: :math:`L` (static).
+        options: sorted ``(name, value)`` pairs of :func:`flows.solve` keywords (static).
+        need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
+            the first visit to another index) or ``"escape"`` (stop at the escape certificate;
+            :math:`j^\dagger` is not tracked).
+        n_grid: points per solve on which :math:`j^\dagger` is read.
+        max_passes: solves allowed.
+        max_switches: switch times kept (``n_switches`` counts them all).
+
+    Returns:
+        dict of ``code`` (index into :data:`analysis.REGIMES`), ``first`` / ``last``
+        (:math:`j^\dagger` at :math:`\tau=0^+` by the tie rule, and at the end), ``n_switches``,
+        ``times`` (``(max_switches,)``, NaN-padded; a change decided by the theorem in the final
+        blow-up has time NaN), ``passes``, ``status`` (of the last solve) and ``t_end``.
+    """
+    opts = dict(options)
+    track = need != "escape"
+    mu = data.X[0]
+    target = jnp.argmax(mu)
+    bound = perturbation_bound(method)
+    lead = invariant_leader(method, theta0, mu, depth)
+    size0 = _log_size(theta0)
+    rates = log_growth_rates(method, data, opts.get("loss", "logistic"), True, theta0)
+    first = jnp.argmax(jnp.where(size0 == jnp.max(size0), rates, -jnp.inf))
+    intact = lambda th: keeps_invariant_order(method, theta0, th, mu, depth)  # noqa: E731
+    init = dict(
+        theta=jnp.asarray(theta0),
+        t_end=jnp.zeros(()),
+        passes=jnp.zeros((), int),
+        code=-jnp.ones((), int),
+        last=first,
+        n=jnp.zeros((), int),
+        times=jnp.full(max_switches, jnp.nan),
+        other=first != target,
+        lost=jnp.asarray(False),
+        status=jnp.zeros((), int),
+    )
+
+    def body(c):
+        t1 = budget(c["theta"], mu, bound, depth, c["passes"])
+        traj = flows.solve(method, data, c["theta"], t1=t1, rescaled=True, dense=track, **opts)
+        out = dict(c)
+        if track:
+            out.update(_track(traj, c, depth, intact, target, max_switches, n_grid))
+        lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
+        escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth)
+        code = decide(
+            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target, need
+        )
+        out.update(
+            theta=traj.theta_end,
+            t_end=c["t_end"] + traj.t_end,
+            passes=c["passes"] + 1,
+            code=jnp.asarray(code, int),
+            lost=lost,
+            status=traj.status,
+        )
+        return out
+
+    c = jax.lax.while_loop(lambda c: (c["code"] < 0) & (c["passes"] < max_passes), body, init)
+    code = jnp.where(c["code"] < 0, UNDETERMINED, c["code"])
+    # Decided by the q-order theorem: the last change, to `lead`, is in the final blow-up,
+    # below the resolution of float64; counted, with time NaN.
+    appended = track & c["lost"] & (code != COLLAPSE) & (code != UNDETERMINED) & (c["last"] != lead)
+    return dict(
+        code=code,
+        first=first,
+        last=jnp.where(appended, lead, c["last"]),
+        n_switches=c["n"] + appended,
+        times=c["times"],
+        passes=c["passes"],
+        status=c["status"],
+        t_end=c["t_end"],
+    )
+
+
+def _track(traj, c, depth, intact, target, max_switches, n_grid):
+    """j† on the grid of this solve, changes refined by bisection; the carry's updates."""
+    del depth
+    interp = traj.interpolation
+    size = jax.vmap(lambda t: _log_size(interp.evaluate(t)))
+    ts = jnp.linspace(0.0, 1.0, n_grid) * traj.t_end
+    js = jnp.argmax(size(ts), axis=-1).at[0].set(c["last"])
+    a, b = js[:-1], js[1:]
+    change = a != b
+    lo, hi = ts[:-1], ts[1:]
+
+    def step(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        s = size(mid)
+        behind = jnp.take_along_axis(s, b[:, None], 1) < jnp.take_along_axis(s, a[:, None], 1)
+        return jnp.where(behind[:, 0], mid, lo), jnp.where(behind[:, 0], hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, BISECTIONS, step, (lo, hi))
+    t_switch = 0.5 * (lo + hi)
+    broken = jax.vmap(lambda t: ~intact(interp.evaluate(t)))(t_switch) & change
+    lost_before = c["lost"] | (jnp.cumsum(broken) > 0)  # changes seen after the order broke
+    keep = change & ~lost_before
+    pos = c["n"] + jnp.cumsum(keep) - 1
+    times = (
+        c["times"].at[jnp.where(keep, pos, max_switches)].set(c["t_end"] + t_switch, mode="drop")
+    )
+    last_kept = jnp.max(jnp.where(keep, jnp.arange(keep.size), -1))
+    return dict(
+        times=times,
+        n=c["n"] + jnp.sum(keep),
+        last=jnp.where(last_kept >= 0, b[jnp.maximum(last_kept, 0)], c["last"]),
+        other=c["other"] | jnp.any(keep & (b != target)),
+        lost=c["lost"] | jnp.any(broken),
+    )
