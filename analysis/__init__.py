@@ -19,6 +19,7 @@ from ._margin import convergence_rate as convergence_rate
 from ._margin import direction_cosine as direction_cosine
 from ._margin import limit_direction as limit_direction
 from ._margin import max_margin as max_margin
+from ._phase import phase_diagram as phase_diagram
 from ._plateau import Plateau as Plateau
 from ._plateau import loss_plateau as loss_plateau
 from ._problem import Problem as Problem

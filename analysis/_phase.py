@@ -1,0 +1,219 @@
+r"""Phase diagrams as labelled data: the per-run layer swept over a grid (``xarray.Dataset``)."""
+
+import hashlib
+from importlib import metadata
+from pathlib import Path
+
+import equinox as eqx
+import numpy as np
+
+import flows
+
+from ._certify import perturbation_bound
+from ._problem import check_count, check_depth, check_method, check_mu
+from ._regime import REGIMES, default_escape_tol
+from ._run import run
+
+#: The parameters a phase diagram can sweep, and the method fields they set.
+AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
+VERSIONED = ("samflows", "jax", "jaxlib", "diffrax", "equinox", "numpy", "scipy", "xarray")
+_FIELDS = {
+    flows.GD: (),
+    flows.L2SAM: ("rho",),
+    flows.LinfSAM: ("rho",),
+    flows.LESAM: ("sigma", "rho_max"),
+}
+
+
+def _axis(name, value):
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(
+            f"`{name}` must be a number or a non-empty 1-D array; got shape {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
+        raise ValueError(f"`{name}` must be finite and > 0; got {value!r}.")
+    return arr
+
+
+def describe(method) -> str:
+    """A readable, reproducible description of a method: its type and field values."""
+    parts = []
+    for name in method.__dataclass_fields__:
+        if name == "scale_free":
+            continue
+        value = getattr(method, name)
+        if callable(value):
+            value = f"<schedule {getattr(value, '__name__', type(value).__name__)}>"
+        elif hasattr(value, "shape"):
+            value = float(value)
+        parts.append(f"{name}={value}")
+    return f"{type(method).__name__}({', '.join(parts)})"
+
+
+def _analysis_version() -> str:
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def phase_diagram(
+    method,
+    mu,
+    *,
+    alpha,
+    rho=None,
+    sigma=None,
+    rho_max=None,
+    depth=2,
+    loss: str = "logistic",
+    collapse_tol: float = 1e-6,
+    escape_tol=None,
+    rtol: float = 1e-8,
+    atol: float = 1e-10,
+    max_steps: int = 4096,
+    max_passes: int = 64,
+    n_grid: int = 257,
+    max_switches: int = 16,
+    cache_dir=None,
+    progress: bool = True,
+    **sweep_options,
+):
+    r"""Regime, first and last :math:`j^\dagger`, switch count and switch times over a grid.
+
+    Every point is the rescaled single-example flow :math:`\{(\mu,+1)\}` from the balanced
+    start :math:`w^{(l)}(0)=\alpha`, classified by :func:`analysis._run.run` (the certificates
+    and :func:`analysis._regime.decide` of :func:`analysis.regime_path`, in one compiled,
+    vmapped call per chunk), swept by :func:`flows.sweep`: cached and resumable with
+    ``cache_dir``, with a progress bar.
+
+    Each of ``alpha``, ``rho``, ``sigma``, ``rho_max`` and ``depth`` is a number (fixed) or a
+    1-D array (an axis of the grid). ``method`` is a template: the fields named by the axes
+    (``rho`` of L2SAM / LinfSAM, ``sigma`` and ``rho_max`` of LESAM) are replaced point by point;
+    one not belonging to the method is refused. ``depth`` is static (one compilation each).
+
+    Returns:
+        ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then
+        ``alpha``, ``rho``, ``sigma``, ``rho_max`` as given) and variables ``code`` (an index
+        into ``attrs["regimes"]``: collapse, sequential, direct, minor, undetermined),
+        ``first`` / ``last`` (:math:`j^\dagger`, 0-based), ``n_switches``, ``times`` (dimension
+        ``switch``, NaN-padded), ``status``, ``passes``, ``t_end``. ``attrs`` hold the method,
+        μ, the loss, the tolerances and the package versions; ``ds.to_netcdf(path)`` saves it.
+
+    >>> import flows, analysis, numpy as np
+    >>> ds = analysis.phase_diagram(flows.L2SAM(1.0), [1.0, 2.0, 3.0],
+    ...                             alpha=[0.05, 0.6, 3.0], rho=1.0, progress=False)
+    >>> [ds.attrs["regimes"].split()[c] for c in ds["code"].values]  # sympy bounds 0.19, 0.57, 0.94
+    ['collapse', 'sequential', 'direct']
+    """
+    import xarray as xr
+
+    method = check_method(method)
+    perturbation_bound(method)
+    mu = check_mu(mu)
+    given = {"alpha": alpha, "rho": rho, "sigma": sigma, "rho_max": rho_max}
+    fields = _FIELDS[type(method)]
+    for name in ("rho", "sigma", "rho_max"):
+        if given[name] is not None and name not in fields:
+            raise ValueError(
+                f"`{name}` does not belong to {type(method).__name__} (its parameters: "
+                f"{', '.join(fields) or 'none'})."
+            )
+        if name == "sigma" and given[name] is not None and callable(method.sigma):
+            raise ValueError("`sigma`: the template's sigma is a schedule; pass a number.")
+    values = {k: _axis(k, v) for k, v in given.items() if v is not None}
+    depths = np.atleast_1d(np.asarray(depth))
+    if depths.ndim != 1 or depths.size == 0:
+        raise ValueError(f"`depth` must be an integer or a non-empty 1-D list; got {depth!r}.")
+    depths = [check_depth(int(x)) if float(x) == int(x) else check_depth(x) for x in depths]
+    max_switches = check_count("max_switches", max_switches)
+    n_grid = check_count("n_grid", n_grid, 2)
+    data = flows.single_example(mu)
+    axes = [k for k in values if values[k].ndim == 1]
+    fixed = {k: float(values[k]) for k in values if values[k].ndim == 0}
+    template = method
+
+    def point(depth, **p):
+        p = {**fixed, **p}
+        m = template
+        for name in p:
+            if name != "alpha":
+                m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
+        opts = dict(
+            loss=loss,
+            collapse_tol=collapse_tol,
+            rtol=rtol,
+            atol=atol,
+            max_steps=max_steps,
+            escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
+        )
+        theta0 = flows.balanced_init(p["alpha"], depth, data.d)
+        return run(
+            m,
+            data,
+            theta0,
+            depth=depth,
+            options=tuple(sorted(opts.items())),
+            n_grid=n_grid,
+            max_passes=max_passes,
+            max_switches=max_switches,
+        )
+
+    config = dict(
+        method=describe(method),
+        mu=mu.tolist(),
+        fixed=fixed,
+        loss=loss,
+        collapse_tol=collapse_tol,
+        escape_tol=escape_tol,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        max_passes=max_passes,
+        n_grid=n_grid,
+        max_switches=max_switches,
+        analysis=_analysis_version(),
+    )
+    params = {k: values[k] for k in axes}
+    if not params:
+        raise ValueError("at least one of `alpha`, `rho`, `sigma`, `rho_max` must be an array.")
+    result = flows.sweep(
+        point,
+        params,
+        static={"depth": depths},
+        cache_dir=cache_dir,
+        config=config,
+        progress=progress,
+        **sweep_options,
+    )
+    many = len(depths) > 1
+    dims = (["depth"] if many else []) + axes
+    coords = {"depth": np.array(depths)} if many else {}
+    coords.update(params)
+    variables = {}
+    for key in ("code", "first", "last", "n_switches", "status", "passes", "t_end", "times"):
+        arr = np.asarray(result[key])
+        arr = arr if many else arr[0]
+        variables[key] = (dims + (["switch"] if key == "times" else []), arr)
+    attrs = dict(
+        regimes=" ".join(REGIMES),
+        method=describe(method),
+        mu=mu,
+        loss=loss,
+        fixed=", ".join(f"{k}={v:g}" for k, v in fixed.items())
+        + ("" if many else f"{', ' if fixed else ''}depth={depths[0]}"),
+        collapse_tol=collapse_tol,
+        escape_tol="default" if escape_tol is None else escape_tol,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        max_passes=max_passes,
+        n_grid=n_grid,
+    )
+    for name in VERSIONED:
+        try:
+            attrs[f"version_{name}"] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            attrs[f"version_{name}"] = "none"
+    return xr.Dataset(variables, coords=coords, attrs=attrs)

@@ -1,0 +1,69 @@
+"""analysis._phase / analysis._run: phase diagrams as data, against independent integrations."""
+
+import numpy as np
+import pytest
+
+import analysis
+import flows
+from tests.helpers import argmax_changes, reduced_l2sam
+
+MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+def _reference(alpha, depth):
+    # L = 2 grows exponentially: follow it far enough for the last, GD-like switches.
+    w_max = 1e100 if depth == 2 else 1e3
+    return argmax_changes(reduced_l2sam(MU, alpha, 1.0, depth, 1e8, w_max=w_max))
+
+
+def test_phase_diagram_paths_match_the_reduced_flow_over_alpha_and_depth(tmp_path):
+    import xarray as xr
+
+    alphas = np.array([0.36, 0.5])
+    ds = analysis.phase_diagram(
+        flows.L2SAM(1.0), MU, alpha=alphas, rho=1.0, depth=[2, 3], progress=False
+    )
+    assert ds["code"].dims == ("depth", "alpha") and ds["times"].dims == (
+        "depth",
+        "alpha",
+        "switch",
+    )
+    for depth in (2, 3):
+        for alpha in alphas:
+            seq, times = _reference(alpha, depth)
+            point = ds.sel(depth=depth, alpha=alpha)
+            assert int(point["first"]) == seq[0] and int(point["last"]) == seq[-1] == 4
+            assert int(point["n_switches"]) == len(seq) - 1
+            np.testing.assert_allclose(point["times"].values[: len(times)], times, rtol=1e-6)
+            assert analysis.REGIMES[int(point["code"])] == "sequential"
+    path = tmp_path / "phase.nc"
+    ds.to_netcdf(path)
+    back = xr.load_dataset(path)
+    xr.testing.assert_identical(back, ds)
+    assert back.attrs["method"] == "L2SAM(rho=1.0, per_layer=False)"
+
+
+def test_phase_diagram_over_rho_is_the_ray_of_alpha_over_rho():
+    # Scale invariance (science.md §5): the regime depends on α/ρ only; along ρ at fixed α the
+    # sympy bounds at α/ρ decide collapse (α/ρ < 0.0953) and direct (α/ρ > 0.858).
+    n = np.linalg.norm(MU)
+    rhos = np.array([1 / (0.9 * 1 / (np.sqrt(2) * n)), 1 / (1.1 * 9 / (np.sqrt(2) * n))])
+    ds = analysis.phase_diagram(flows.L2SAM(1.0), MU, alpha=1.0, rho=rhos, progress=False)
+    assert [analysis.REGIMES[c] for c in ds["code"].values] == ["collapse", "direct"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sigma=[0.1, 0.2]), "sigma"),  # not a parameter of ℓ2-SAM
+        (dict(alpha=[]), "alpha"),
+        (dict(alpha=[0.1, -1.0]), "alpha"),
+        (dict(depth=0), "depth"),
+        (dict(mu=[1.0, -2.0]), "mu"),
+        (dict(alpha=0.5, rho=1.0), "array"),  # no axis at all
+    ],
+)
+def test_phase_diagram_bad_input(kwargs, name):
+    args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0], alpha=[0.5, 1.0], progress=False) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.phase_diagram(**args)
