@@ -134,7 +134,7 @@ def boundary(
     escape_tol=None,
     loss: str = "logistic",
     solver_rtol: float = 1e-11,
-    solver_atol: float = 1e-16,
+    solver_atol: float = 1e-30,
     max_passes: int = 64,
     _scan_default: bool = False,
 ) -> Boundary:

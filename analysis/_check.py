@@ -413,7 +413,7 @@ def check_c4(quick=False):
     for a in (a_c * (1 + 1e-3), 2 * a_c):
 
         def m_sequence(a=a):
-            expected, times = _reduced_sequence(mu, a, rho, 30.0)
+            expected, times = _reduced_sequence(mu, a, rho, 200.0)
             p = regime_path(method, mu, a)
             err = np.max(np.abs(p.times / times - 1)) if len(p.times) == len(times) else np.inf
             seq = "->".join(str(j + 1) for j in p.sequence)

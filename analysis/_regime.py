@@ -130,8 +130,8 @@ def regime_path(
     escape_tol=None,
     max_restarts: int = 60,
     loss: str = "logistic",
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
+    rtol: float = 1e-10,
+    atol: float = 1e-30,
 ) -> RegimePath:
     r"""Classify the flow from :math:`w^{(l)}(0)=\alpha` and give the path of :math:`j^\dagger`.
 
@@ -168,7 +168,11 @@ def regime_path(
         alpha: initial scale, > 0, scalar or shape ``(d,)``.
         depth: number of layers :math:`L`.
         t1: τ budget per solve (default above).
-        max_steps, collapse_tol, escape_tol, loss, rtol, atol: passed to :func:`flows.solve`.
+        max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`.
+        rtol, atol: its tolerances. ``atol`` is far below any weight on purpose: a coordinate
+            that decays near a saddle by many orders of magnitude sets, through its logarithm,
+            when it grows back; an absolute tolerance near its size would misplace the later
+            switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``).
         max_restarts: continuations allowed.
 
     Returns:
