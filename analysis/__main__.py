@@ -1,4 +1,5 @@
-"""``python -m analysis check [--quick] [--json PATH]``: the theorem-check report (claims C1–C4)."""
+"""``python -m analysis check [--quick] [--json PATH]``: the theorem-check report (claims C1–C4);
+``python -m analysis depth``: the ℓ2-SAM depth table."""
 
 import sys
 

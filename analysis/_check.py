@@ -592,7 +592,13 @@ def main(argv=None) -> int:
     check = sub.add_parser("check", help="run claims C1-C4 as experiments, one row per check")
     check.add_argument("--json", metavar="PATH", help="also write the table as JSON to PATH")
     check.add_argument("--quick", action="store_true", help="looser tolerances, fewer points")
+    sub.add_parser("depth", help="l2-SAM depth study (L = 2..8): alpha_c, alpha_direct, j† paths")
     args = parser.parse_args(argv)
+    if args.command == "depth":
+        from ._depth import depth_table, format_markdown
+
+        print(format_markdown(depth_table()))
+        return 0
     start = time.perf_counter()
     rows = run_checks(quick=args.quick)
     elapsed = time.perf_counter() - start

@@ -19,6 +19,8 @@ import numpy as np
 from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
+import analysis
+
 # Okabe & Ito (2008), the colour-blind-safe qualitative palette.
 OKABE_ITO = {
     "black": "#000000",
@@ -37,10 +39,13 @@ METHOD_COLORS = {
     "ℓ∞-SAM": OKABE_ITO["vermillion"],
 }
 
-# Regime classes drawn by the maps (the definitions of analysis.regime).
-COLLAPSE, SEQUENTIAL, DIRECT, UNDETERMINED = 0, 1, 2, 3
-REGIME_NAMES = ("collapse (R1)", "sequential (R2)", "direct (R3)", "undetermined")
-REGIME_COLORS = (GREY, OKABE_ITO["orange"], OKABE_ITO["blue"], "#FFFFFF")
+# Regime classes drawn by the maps: the codes of analysis.REGIMES (one definition).
+COLLAPSE, SEQUENTIAL, DIRECT, MINOR, UNDETERMINED = (
+    analysis.REGIMES.index(name)
+    for name in ("collapse", "sequential", "direct", "minor", "undetermined")
+)
+REGIME_NAMES = ("collapse (R1)", "sequential (R2)", "direct (R3)", "minor wins", "undetermined")
+REGIME_COLORS = (GREY, OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["purple"], "#FFFFFF")
 
 STYLE = {
     "font.size": 9,
@@ -58,8 +63,9 @@ STYLE = {
 
 
 def regime_cmap():
-    """Discrete colour map and norm for the regime classes 0..3."""
-    return ListedColormap(REGIME_COLORS), BoundaryNorm(np.arange(-0.5, 4.5), 4)
+    """Discrete colour map and norm for the regime codes of analysis.REGIMES."""
+    n = len(REGIME_COLORS)
+    return ListedColormap(REGIME_COLORS), BoundaryNorm(np.arange(-0.5, n + 0.5), n)
 
 
 def index_cmap(d: int):

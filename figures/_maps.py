@@ -1,23 +1,14 @@
 r"""Regime maps and "minor first, major last" maps of ℓ2-SAM and LE-SAM (figures 1, 2, 6, 7).
 
 All runs are the rescaled single-example flow (science.md §3) on
-:math:`\mu=(1,2,3,4,5)` from the balanced uniform start :math:`w^{(l)}(0)=\alpha`,
-solved point by point by :func:`flows.sweep`. The regime classes follow the
-definitions of :func:`analysis.regime` (collapse / sequential / direct), read off
-each run's status and its dominant index :math:`j^\dagger=\arg\max_j|\beta_j|` on a
-saving grid of :math:`\tau>0` (no tie at :math:`\tau=0`):
+:math:`\mu=(1,2,3,4,5)` from the balanced uniform start :math:`w^{(l)}(0)=\alpha`. The
+regime maps are :func:`analysis.phase_diagram` grids (the regimes, their codes and the rule that
+decides them are defined once, in :mod:`analysis`); the α–τ maps read :math:`j^\dagger` on a
+saving grid through :func:`flows.sweep`.
 
-* collapse: status ``collapsed``;
-* sequential: ``escaped``, :math:`j^\dagger` ends on :math:`\arg\max\mu` and visits another index;
-* direct: ``escaped`` and :math:`j^\dagger=\arg\max\mu` at every saved :math:`\tau`;
-* undetermined: anything else (not settled on :math:`\arg\max\mu` at the escape, a
-  solver failure, or :math:`\tau_1` reached first).
-
-``collapse_tol`` is ``1e-3`` rather than flows' default ``1e-6``: at ``1e-6`` the diffrax
-backend reports some collapses (:math:`\alpha/\rho\approx0.014`–:math:`0.027`) as
-``nonfinite`` (the event root finder fails at the nonsmooth origin). A collapse to
-:math:`10^{-3}\lVert\theta_0\rVert` is already certain for these runs (every coordinate
-shrinks once :math:`\lVert\mu\odot w\rVert<\rho\mu_1/\sqrt2`).
+``collapse_tol`` is ``1e-3`` rather than flows' default ``1e-6``: a collapse to
+:math:`10^{-3}\lVert\theta_0\rVert` is already certain for these runs at :math:`L=2` (every
+coordinate shrinks once :math:`\lVert\mu\odot w\rVert<\rho\mu_1/\sqrt2`).
 """
 
 from __future__ import annotations
@@ -31,13 +22,9 @@ import analysis
 import flows
 
 from ._common import (
-    COLLAPSE,
-    DIRECT,
     OKABE_ITO,
     REGIME_COLORS,
     REGIME_NAMES,
-    SEQUENTIAL,
-    UNDETERMINED,
     Context,
     FigureSpec,
     index_cmap,
@@ -48,13 +35,8 @@ from ._common import (
 
 MU = np.arange(1.0, 6.0)
 DATA = flows.single_example(MU)
-TARGET = int(np.argmax(MU))
 COLLAPSE_TOL = 1e-3
 RHO_MAX = 1.0  # LE-SAM's cap, equal to the ℓ2-SAM radius it is compared with
-# Regime maps: j† on a log τ grid (switches near the direct boundary happen at τ → 0+).
-T1_REGIME = 100.0
-TS_REGIME = np.geomspace(1e-5, T1_REGIME, 96)
-ESCAPE_REGIME = 1e12
 # α–τ maps: a linear τ grid, runs continued far past the usual escape so that the
 # last switch is seen (L = 2 grows exponentially in τ; L ≥ 3 blows up in finite τ).
 TAU_MIN = 1e-3
@@ -66,20 +48,17 @@ def _method(kind, s):
     return flows.L2SAM(s) if kind == "l2" else flows.LESAM(s, RHO_MAX)
 
 
-def regime_point(alpha, s, kind="l2"):
-    """One regime-map point (L = 2): status and j† on TS_REGIME (-1 after the run stopped)."""
-    traj = flows.solve(
-        _method(kind, s),
-        DATA,
-        flows.balanced_init(alpha, 2, MU.size),
-        t1=T1_REGIME,
-        ts=jnp.asarray(TS_REGIME),
-        rescaled=True,
+def _phase(ctx, method, **axes):
+    """An :func:`analysis.phase_diagram` of the figures' μ, cached with the figures' sweeps."""
+    return analysis.phase_diagram(
+        method,
+        MU,
+        **axes,
         collapse_tol=COLLAPSE_TOL,
-        escape_tol=ESCAPE_REGIME,
+        cache_dir=ctx.sweeps,
+        progress=ctx.progress,
+        order=cost_order,
     )
-    j = jnp.where(traj.reached, jnp.argmax(jnp.abs(traj.beta), axis=-1), -1)
-    return {"status": traj.status.astype(jnp.int8), "jdag": j.astype(jnp.int8)}
 
 
 def path_point(alpha, s, depth=2, kind="l2", n_tau=300):
@@ -111,22 +90,8 @@ def tau_grid(depth, n_tau):
 
 def cost_order(points):
     """Sweep order: by scale invariance the cost depends on α/ρ (or α/σ) only."""
-    return np.log(points["alpha"] / points["s"])
-
-
-def classify(status, jdag):
-    """Regime class per point from the sweep outputs (module docstring); jdag (..., T)."""
-    status, jdag = np.asarray(status), np.asarray(jdag)
-    reached = jdag >= 0
-    other = np.any(reached & (jdag != TARGET), axis=-1)
-    last = np.take_along_axis(jdag, (np.sum(reached, axis=-1, keepdims=True) - 1).clip(0), -1)
-    settled = last[..., 0] == TARGET
-    cls = np.full(status.shape, UNDETERMINED)
-    cls[status == flows.Status.COLLAPSED] = COLLAPSE
-    esc = (status == flows.Status.ESCAPED) & settled
-    cls[esc & other] = SEQUENTIAL
-    cls[esc & ~other] = DIRECT
-    return cls
+    scale = next(points[k] for k in ("s", "rho", "sigma") if k in points)
+    return np.log(points["alpha"] / scale)
 
 
 def _boundaries(method_of, s_values, depth, quick):
@@ -150,7 +115,7 @@ def _boundaries(method_of, s_values, depth, quick):
 def compute_regime_map(ctx: Context) -> dict:
     n = ctx.pick(128, 16)
     alphas, rhos = np.geomspace(1e-2, 1.0, n), np.geomspace(1e-2, 1.0, n)
-    r = sweep(ctx, regime_point, {"alpha": alphas, "s": rhos}, order=cost_order)
+    ds = _phase(ctx, flows.L2SAM(1.0), alpha=alphas, rho=rhos)
     rho_b = np.geomspace(0.04, 0.64, ctx.pick(3, 1))
     ctx.log("critical_alpha / direct_alpha")
     crit, direct = _boundaries(flows.L2SAM, rho_b, 2, ctx.quick)
@@ -158,7 +123,7 @@ def compute_regime_map(ctx: Context) -> dict:
     return dict(
         alpha=alphas,
         rho=rhos,
-        regime=classify(r["status"], r["jdag"]),
+        regime=ds["code"].values,
         rho_b=rho_b,
         crit=crit,
         direct=direct,
@@ -390,14 +355,14 @@ SIGMA_PATH = 0.1
 def compute_lesam(ctx: Context) -> dict:
     n = ctx.pick(96, 12)
     alphas, sigmas = np.geomspace(1e-2, 10.0, n), np.geomspace(1e-3, 10.0, n)
-    r = sweep(ctx, _le_regime_point, {"alpha": alphas, "s": sigmas}, order=cost_order)
+    ds = _phase(ctx, flows.LESAM(1.0, RHO_MAX), alpha=alphas, sigma=sigmas)
     path_alphas = np.geomspace(0.2, 1.5, ctx.pick(160, 20))
     le = _path_sweep(ctx, path_alphas, SIGMA_PATH, [2], "le")
     l2 = _path_sweep(ctx, path_alphas, RHO_MAX, [2], "l2")
     return dict(
         alpha=alphas,
         sigma=sigmas,
-        regime=classify(r["status"], r["jdag"]),
+        regime=ds["code"].values,
         path_alpha=path_alphas,
         tau=tau_grid(2, le["jdag"].shape[-1]),
         jdag_le=le["jdag"][0, 0, :, 0],
@@ -405,11 +370,6 @@ def compute_lesam(ctx: Context) -> dict:
         sigma_path=np.array(SIGMA_PATH),
         rho_max=np.array(RHO_MAX),
     )
-
-
-def _le_regime_point(alpha, s):
-    """LE-SAM regime-map point: :func:`regime_point` with σ = s and ρ_max = RHO_MAX."""
-    return regime_point(alpha, s, kind="le")
 
 
 def draw_lesam(data: dict):
