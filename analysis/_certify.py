@@ -43,6 +43,8 @@ import jax.numpy as jnp
 
 import flows
 
+from ._dominant import log_abs_beta
+
 
 def perturbation_bound(method):
     r"""The bound :math:`e\ge|\varepsilon_{lj}|` of every perturbation entry (module docstring).
@@ -82,7 +84,7 @@ def certificate(theta, mu, bound, depth: int):
     theta, mu = jnp.asarray(theta), jnp.asarray(mu)
     a = jnp.min(theta, axis=0)
     b = jnp.max(jnp.abs(theta), axis=0)
-    size = jnp.sum(jnp.log(jnp.abs(theta)), axis=0)  # log|β_j|
+    size = log_abs_beta(theta)
     top = size == jnp.max(size)
     leader = jnp.argmax(jnp.where(top, mu, -jnp.inf))
     others = jnp.arange(mu.shape[0]) != leader

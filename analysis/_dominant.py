@@ -122,14 +122,33 @@ class Switches(NamedTuple):
         return [self.initial, *map(int, self.after)]
 
 
+def log_abs_beta(theta):
+    r""":math:`\log|\beta_j|=\sum_l\log|w^{(l)}_j|` of ``theta`` (..., L, d), traceable.
+
+    The size that :math:`j^\dagger` compares: a sum of logs keeps the order where the product
+    :math:`\beta_j` would under- or overflow.
+    """
+    return jnp.sum(jnp.log(jnp.abs(theta)), axis=-2)
+
+
+def initial_index(theta0, rates0):
+    r""":math:`j^\dagger(0)` by the tie rule (module docstring), traceable.
+
+    The largest :math:`|\beta_j|`; among ties, the largest log-growth rate ``rates0`` (the right
+    limit :math:`\lim_{t\downarrow0}j^\dagger(t)`), then the lowest index.
+    """
+    size = log_abs_beta(theta0)
+    return jnp.argmax(jnp.where(size == jnp.max(size), rates0, -jnp.inf))
+
+
 @jax.jit
 def _log_abs_beta(interpolation, t):
-    return jnp.sum(jnp.log(jnp.abs(interpolation.evaluate(t))), axis=0)
+    return log_abs_beta(interpolation.evaluate(t))
 
 
 @jax.jit
 def _log_abs_beta_many(interpolation, ts):
-    return jax.vmap(lambda t: jnp.sum(jnp.log(jnp.abs(interpolation.evaluate(t))), axis=0))(ts)
+    return jax.vmap(lambda t: log_abs_beta(interpolation.evaluate(t)))(ts)
 
 
 @jax.jit
@@ -202,7 +221,7 @@ def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
     t_end = float(traj.t_end)
     theta0 = np.asarray(interp.evaluate(0.0))
     logb = lambda t: np.asarray(_log_abs_beta(interp, t))  # noqa: E731
-    initial = _initial_index(np.sum(np.log(np.abs(theta0)), axis=0), rates0)
+    initial = int(initial_index(theta0, rates0))
     if t_end <= 0:
         return Switches(np.zeros(0), np.zeros(0, int), np.zeros(0, int), initial, initial, t_end)
     nodes = np.asarray(interp.ts)
@@ -219,12 +238,6 @@ def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
     before = np.array([a for _, a, _ in found], dtype=int)
     after = np.array([b for _, _, b in found], dtype=int)
     return Switches(times, before, after, initial, int(js[-1]), t_end)
-
-
-def _initial_index(log_abs_beta0, rates0) -> int:
-    """j†(0) by the tie rule: largest |β_j|, ties broken by the largest rate, then lowest j."""
-    top = log_abs_beta0 == np.max(log_abs_beta0)
-    return int(np.argmax(np.where(top, rates0, -np.inf)))
 
 
 def _locate(logb, t_lo, a, t_hi, b, t_end, depth, found):

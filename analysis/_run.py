@@ -16,14 +16,11 @@ import jax.numpy as jnp
 import flows
 
 from ._certify import certificate, invariant_leader, keeps_invariant_order, perturbation_bound
+from ._dominant import initial_index, log_abs_beta
 from ._problem import log_growth_rates
 from ._regime import COLLAPSE, UNDETERMINED, budget, decide
 
 BISECTIONS = 60
-
-
-def _log_size(theta):
-    return jnp.sum(jnp.log(jnp.abs(theta)), axis=0)  # log|β_j|
 
 
 def run(
@@ -68,9 +65,8 @@ def run(
     target = jnp.argmax(mu)
     bound = perturbation_bound(method)
     lead = invariant_leader(method, theta0, mu, depth)
-    size0 = _log_size(theta0)
     rates = log_growth_rates(method, data, opts.get("loss", "logistic"), True, theta0)
-    first = jnp.argmax(jnp.where(size0 == jnp.max(size0), rates, -jnp.inf))
+    first = initial_index(theta0, rates)
     intact = lambda th: keeps_invariant_order(method, theta0, th, mu, depth)  # noqa: E731
     init = dict(
         theta=jnp.asarray(theta0),
@@ -127,7 +123,7 @@ def _track(traj, c, depth, intact, target, max_switches, n_grid):
     """j† on the grid of this solve, changes refined by bisection; the carry's updates."""
     del depth
     interp = traj.interpolation
-    size = jax.vmap(lambda t: _log_size(interp.evaluate(t)))
+    size = jax.vmap(lambda t: log_abs_beta(interp.evaluate(t)))
     ts = jnp.linspace(0.0, 1.0, n_grid) * traj.t_end
     js = jnp.argmax(size(ts), axis=-1).at[0].set(c["last"])
     a, b = js[:-1], js[1:]
