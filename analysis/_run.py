@@ -86,7 +86,7 @@ def run(
         traj = flows.solve(method, data, c["theta"], t1=t1, rescaled=True, dense=track, **opts)
         out = dict(c)
         if track:
-            out.update(_track(traj, c, depth, intact, target, max_switches, n_grid))
+            out.update(_track(traj, c, intact, target, max_switches, n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
         escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth)
         code = decide(
@@ -119,33 +119,37 @@ def run(
     )
 
 
-def _track(traj, c, depth, intact, target, max_switches, n_grid):
-    """j† on the grid of this solve, changes refined by bisection; the carry's updates."""
-    del depth
+def _track(traj, c, intact, target, max_switches, n_grid):
+    """j† on the grid of this solve, the first kept changes refined by bisection; carry updates.
+
+    The order guard reads the same grid states; only the (at most ``max_switches``) changes
+    kept are bisected, so the cost is ``n_grid + BISECTIONS * max_switches`` evaluations.
+    """
     interp = traj.interpolation
-    size = jax.vmap(lambda t: log_abs_beta(interp.evaluate(t)))
     ts = jnp.linspace(0.0, 1.0, n_grid) * traj.t_end
-    js = jnp.argmax(size(ts), axis=-1).at[0].set(c["last"])
+    thetas = jax.vmap(interp.evaluate)(ts)
+    js = jnp.argmax(log_abs_beta(thetas), axis=-1).at[0].set(c["last"])
     a, b = js[:-1], js[1:]
     change = a != b
-    lo, hi = ts[:-1], ts[1:]
+    broken = jax.vmap(lambda th: ~intact(th))(thetas[1:]) & change
+    lost_before = c["lost"] | (jnp.cumsum(broken) > 0)  # changes seen after the order broke
+    keep = change & ~lost_before
+    (idx,) = jnp.nonzero(keep, size=max_switches, fill_value=0)
+    valid = jnp.arange(max_switches) < jnp.sum(keep)
+    ka, kb = a[idx], b[idx]
 
     def step(_, bracket):
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
-        s = size(mid)
-        behind = jnp.take_along_axis(s, b[:, None], 1) < jnp.take_along_axis(s, a[:, None], 1)
+        size = log_abs_beta(jax.vmap(interp.evaluate)(mid))
+        behind = jnp.take_along_axis(size, kb[:, None], 1) < jnp.take_along_axis(
+            size, ka[:, None], 1
+        )
         return jnp.where(behind[:, 0], mid, lo), jnp.where(behind[:, 0], hi, mid)
 
-    lo, hi = jax.lax.fori_loop(0, BISECTIONS, step, (lo, hi))
-    t_switch = 0.5 * (lo + hi)
-    broken = jax.vmap(lambda t: ~intact(interp.evaluate(t)))(t_switch) & change
-    lost_before = c["lost"] | (jnp.cumsum(broken) > 0)  # changes seen after the order broke
-    keep = change & ~lost_before
-    pos = c["n"] + jnp.cumsum(keep) - 1
-    times = (
-        c["times"].at[jnp.where(keep, pos, max_switches)].set(c["t_end"] + t_switch, mode="drop")
-    )
+    lo, hi = jax.lax.fori_loop(0, BISECTIONS, step, (ts[idx], ts[idx + 1]))
+    pos = jnp.where(valid, c["n"] + jnp.arange(max_switches), max_switches)
+    times = c["times"].at[pos].set(c["t_end"] + 0.5 * (lo + hi), mode="drop")
     last_kept = jnp.max(jnp.where(keep, jnp.arange(keep.size), -1))
     return dict(
         times=times,
