@@ -16,6 +16,7 @@ import flows
 
 from ._dominant import _switches
 from ._problem import (
+    check_bracket,
     check_count,
     check_depth,
     check_method,
@@ -271,9 +272,7 @@ def _boundary(method, mu, depth, *, below, rtol, points, bracket, scan, t1, solv
         alphas = scale * 2.0 ** (np.linspace(-scan, scan, points) + 1 / np.pi)
         where = f"on the scan alpha = {scale:g} * 2**k, |k| <= {scan}"
     else:
-        lo, hi = (float(b) for b in np.asarray(bracket, dtype=float).reshape(2))
-        if not 0 < lo < hi:
-            raise ValueError(f"`bracket` must be (lo, hi) with 0 < lo < hi; got {bracket!r}.")
+        lo, hi = check_bracket(bracket)
         alphas, where = np.array([lo, hi]), "between the ends of `bracket`"
     lo, hi = _change(alphas, flags(alphas), what, where)
     solves, rounds = alphas.size, 0
@@ -327,8 +326,8 @@ def _search(
         collapse_tol=collapse_tol,
         escape_tol=escape_tol,
         loss=loss,
-        rtol=solver_rtol,
-        atol=solver_atol,
+        rtol=check_positive("solver_rtol", solver_rtol, upper=1.0),
+        atol=check_positive("solver_atol", solver_atol),
     )
     below = {"critical_alpha": lambda c: c == COLLAPSE, "direct_alpha": lambda c: c != DIRECT}
     out = _boundary(
