@@ -11,6 +11,8 @@ checked, and their values are guarded with :func:`equinox.error_if` where a
 checked runtime error is wanted, never with a Python ``if`` on a tracer.
 """
 
+import numbers
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -43,6 +45,8 @@ def as_array(name: str, x, what: str = "a real number or an array of real number
         arr = np.asarray(x)
     except (TypeError, ValueError) as err:  # ragged lists ("inhomogeneous shape")
         raise ValueError(f"`{name}` must be {what} (a rectangular array); got {x!r}.") from err
+    if arr.dtype.kind == "O" and all(isinstance(e, numbers.Real) for e in arr.flat):
+        arr = arr.astype(np.float64)  # an object array of numbers (None would become NaN)
     if arr.dtype.kind not in "biuf":
         raise WrongTypeError(f"`{name}` must be {what}; got {x!r} (dtype {arr.dtype}).")
     return as_float64(arr)

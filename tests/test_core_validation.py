@@ -215,3 +215,11 @@ def test_iterate_reports_overflowing_beta_as_nonfinite():
     assert not np.all(np.isfinite(np.asarray(traj.beta[-1])))
     assert traj.status_name == "nonfinite"
     assert flows.iterate(flows.GD(), DATA3, THETA3, lr=0.1, steps=10).status_name == "ok"
+
+
+def test_object_arrays_of_numbers_are_accepted():
+    """An object array of numbers converts (None in it is refused, not turned into NaN)."""
+    data = flows.single_example(np.array([1, 2], dtype=object))
+    assert np.asarray(data.X).tolist() == [[1.0, 2.0]]
+    with pytest.raises(TypeError, match="`mu`"):
+        flows.single_example(np.array([1, None], dtype=object))
