@@ -59,6 +59,9 @@ def no_solving(monkeypatch):
             "`method`",
         ),
         (lambda: analysis.l2sam_thresholds("abc", 1.0), TypeError, "`mu`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], "abc"), TypeError, "`rho`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1 + 2j), TypeError, "`rho`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1.0, per_layer=1), TypeError, "`per_layer`"),
     ],
 )
 def test_analysis_bad_input_names_the_argument(no_solving, call, error, name):
