@@ -1,8 +1,14 @@
 """Measurements and predictions built on :mod:`flows`: dominant index, switch times, regimes and
 their boundaries, max-margin limits, and the theorem-check report (``python -m analysis check``)."""
 
+from ._boundary import Boundary as Boundary
+from ._boundary import boundary as boundary
+from ._boundary import critical_alpha as critical_alpha
+from ._boundary import direct_alpha as direct_alpha
 from ._bounds import L2SAMThresholds as L2SAMThresholds
 from ._bounds import l2sam_thresholds as l2sam_thresholds
+from ._certify import certificate as certificate
+from ._certify import perturbation_bound as perturbation_bound
 from ._dominant import Switches as Switches
 from ._dominant import dominant_index as dominant_index
 from ._dominant import fastest_growing_index as fastest_growing_index
@@ -15,9 +21,8 @@ from ._margin import max_margin as max_margin
 from ._plateau import Plateau as Plateau
 from ._plateau import loss_plateau as loss_plateau
 from ._problem import Problem as Problem
-from ._regime import Boundary as Boundary
+from ._regime import REGIMES as REGIMES
 from ._regime import RegimePath as RegimePath
-from ._regime import critical_alpha as critical_alpha
-from ._regime import direct_alpha as direct_alpha
 from ._regime import regime as regime
+from ._regime import regime_code as regime_code
 from ._regime import regime_path as regime_path

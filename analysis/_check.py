@@ -19,10 +19,11 @@ import numpy as np
 
 import flows
 
+from ._boundary import critical_alpha, direct_alpha
 from ._bounds import l2sam_thresholds
 from ._margin import convergence_rate, direction_cosine, limit_direction, max_margin
 from ._plateau import loss_plateau
-from ._regime import critical_alpha, direct_alpha, regime_path
+from ._regime import regime_path
 
 WAITING = "WAITING (issue 3: ℓ∞-SAM Filippov solver)"
 # One saving grid and escape_tol for the rescaled ℓ2-SAM solves of C3 and C4 (one compilation).

@@ -63,16 +63,6 @@ def check_count(name: str, value, minimum: int = 1) -> int:
     return check_int(name, value, minimum=minimum)
 
 
-def check_bracket(bracket) -> tuple[float, float]:
-    """Validate a bracket ``(lo, hi)``: two finite numbers with ``0 < lo < hi``."""
-    arr = np.asarray(as_array("bracket", bracket, "(lo, hi), two numbers with 0 < lo < hi"))
-    if arr.shape != (2,) or not np.all(np.isfinite(arr)) or not 0 < arr[0] < arr[1]:
-        raise ValueError(
-            f"`bracket` must be (lo, hi), two finite numbers with 0 < lo < hi; got {bracket!r}."
-        )
-    return float(arr[0]), float(arr[1])
-
-
 def check_trajectory(traj) -> flows.Trajectory:
     """Validate a single (unbatched) :class:`flows.Trajectory`."""
     if not isinstance(traj, flows.Trajectory):

@@ -58,3 +58,60 @@ def numpy_perturbation(method, g, t=0.0):
         rho_t = min(sigma / (norm + float(method.eps)), float(method.rho_max))
         return rho_t * g / norm
     raise NotImplementedError(type(method))
+
+
+def reduced_l2sam(mu, alpha, rho, depth, t_max, *, w_max=1e3, w_min=None):
+    r"""An independent reference: the balanced single-example ℓ2-SAM rescaled flow in w alone.
+
+    science.md §5: dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2}),
+    solved with scipy's Radau (rtol 1e-12) until τ = t_max, max w = w_max (escape) or
+    max w = w_min (collapse). Returns the OdeSolution-bearing result (dense output).
+    """
+    import scipy.integrate
+
+    mu = np.asarray(mu, dtype=float)
+
+    def f(t, w):
+        n = np.sqrt(depth * np.sum(mu**2 * w ** (2 * depth - 2)))
+        return mu * (w - rho * mu * w ** (depth - 1) / n) ** (depth - 1)
+
+    events = []
+    up = lambda t, w: np.max(w) - w_max  # noqa: E731
+    up.terminal = True
+    events.append(up)
+    if w_min is not None:
+        down = lambda t, w: np.max(w) - w_min  # noqa: E731
+        down.terminal = True
+        events.append(down)
+    w0 = np.broadcast_to(np.asarray(alpha, dtype=float), mu.shape).copy()
+    return scipy.integrate.solve_ivp(
+        f,
+        (0.0, t_max),
+        w0,
+        method="Radau",
+        rtol=1e-12,
+        atol=1e-14 * np.max(w0),
+        dense_output=True,
+        events=events,
+    )
+
+
+def argmax_changes(sol, per_step=16):
+    """(sequence, times) of argmax_j w_j(τ) on a dense scipy solution, changes by brentq.
+
+    Sampled ``per_step`` times in each of the solver's own steps (late switches crowd into
+    the last steps before a blow-up), excluding τ = 0 (a tie for a uniform start).
+    """
+    import scipy.optimize
+
+    t_end = sol.t[-1]
+    frac = np.arange(per_step) / per_step
+    ts = np.append((sol.t[:-1, None] + np.diff(sol.t)[:, None] * frac).ravel()[1:], t_end)
+    js = np.argmax(sol.sol(ts), axis=0)
+    seq, times = [int(js[0])], []
+    for k in np.flatnonzero(js[1:] != js[:-1]):
+        a, b = int(js[k]), int(js[k + 1])
+        h = lambda t, a=a, b=b: sol.sol(t)[b] - sol.sol(t)[a]  # noqa: E731
+        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=1e-13 * t_end))
+        seq.append(b)
+    return seq, np.array(times)

@@ -456,7 +456,8 @@ def test_regime_path_refuses_before_solving(no_integration, key, value):
     refused_or_integrated(lambda: analysis.regime_path(**args), key)
 
 
-BOUNDARY_KEYS = "mu rtol points bracket scan t1 max_steps solver_rtol solver_atol depth".split()
+BOUNDARY_KEYS = "mu rtol points bracket scan max_steps solver_rtol solver_atol depth".split()
+BOUNDARY_KEYS += ["max_passes", "collapse_tol", "escape_tol", "loss"]
 
 
 @CI

@@ -1,0 +1,412 @@
+r"""Regime boundaries along any one-parameter family, by vmapped multisection, at every depth.
+
+A *family* maps a scalar :math:`p` to ``(method, alpha)``: α at fixed ρ, ρ at fixed α,
+LE-SAM's σ or :math:`\rho_{\max}` at fixed α, ... Each point is the rescaled single-example flow
+from the balanced start :math:`w^{(l)}(0)=\alpha`, classified by the same facts as
+:func:`analysis.regime_path`: status ``collapsed``, or the escape / settled certificates of
+:func:`analysis.certificate`, continued pass after pass (vmapped over the undecided points, one
+compilation) until each point is decided.
+"""
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import flows
+from flows._validate import as_array
+
+from ._certify import (
+    certificate,
+    invariant_leader,
+    keeps_invariant_order,
+    perturbation_bound,
+)
+from ._problem import (
+    check_alpha,
+    check_count,
+    check_depth,
+    check_method,
+    check_mu,
+    check_positive,
+    log_growth_rates,
+)
+from ._regime import COLLAPSE, SEQUENTIAL, UNDETERMINED, budget, decide, default_escape_tol
+
+KINDS = ("collapse", "direct")
+N_GRID = 2001  # points per solve on which j† is read for kind="direct"
+
+
+class Boundary(NamedTuple):
+    """Result of :func:`boundary` (and of critical_alpha / direct_alpha with ``full_output``).
+
+    ``exists`` is False when the regime change does not occur on the default scan (e.g. ℓ2-SAM
+    at odd depth never collapses: its weights never decrease); then ``value`` and ``bracket``
+    are NaN.
+    """
+
+    value: float  # midpoint of the final bracket (NaN if not exists)
+    bracket: tuple  # (lo, hi): below-side and above-side ends, |hi - lo| <= rtol * |lo|
+    rounds: int  # vmapped multisection rounds after the scan
+    solves: int  # points classified in all
+    exists: bool
+
+    @property
+    def alpha(self) -> float:
+        """Alias of ``value`` for the α families of critical_alpha / direct_alpha."""
+        return self.value
+
+
+def _stack(methods):
+    """One batched method from a list of methods of the same type and static configuration."""
+    arrays, statics = zip(*(eqx.partition(m, eqx.is_array) for m in methods), strict=True)
+    first = jax.tree.structure(arrays[0])
+    if any(jax.tree.structure(a) != first for a in arrays) or any(
+        not eqx.tree_equal(s, statics[0]) for s in statics
+    ):
+        raise ValueError(
+            "`family` must return methods of one type and one static configuration "
+            "(only numeric parameters may vary with p)."
+        )
+    stacked = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *arrays)
+    return eqx.combine(stacked, statics[0])
+
+
+@eqx.filter_jit
+def _pass(methods, data, theta0, t1, first, depth, grid, options):
+    """One vmapped solve per point: (status, theta_end, j† changed or left the target)."""
+    opts = dict(options)
+    target = jnp.argmax(data.X[0])
+
+    def one(method, theta, t_budget, is_first):
+        traj = flows.solve(method, data, theta, t1=t_budget, rescaled=True, dense=grid, **opts)
+        other = jnp.asarray(False)
+        if grid:
+            rates = log_growth_rates(method, data, opts["loss"], True, theta)
+            size = jnp.sum(jnp.log(jnp.abs(theta)), axis=0)
+            j0 = jnp.argmax(jnp.where(size == jnp.max(size), rates, -jnp.inf))
+            ts = jnp.linspace(0.0, 1.0, N_GRID)[1:] * traj.t_end
+            logb = jax.vmap(
+                lambda t: jnp.sum(jnp.log(jnp.abs(traj.interpolation.evaluate(t))), axis=0)
+            )(ts)
+            js = jnp.argmax(logb, axis=-1)
+            other = jnp.any(js != target) | ((j0 != target) & is_first)
+        return traj.status, traj.theta_end, other
+
+    return jax.vmap(one)(methods, theta0, t1, first)
+
+
+def _classify(methods, data, depth, alphas, *, kind, options, max_passes):
+    """Regime code per point (COLLAPSE / ESCAPE or SEQUENTIAL / DIRECT / UNDETERMINED)."""
+    n = len(methods)
+    mu = np.asarray(data.X[0])
+    target = int(np.argmax(mu))
+    batch = _stack(methods)
+    bounds = np.array([float(perturbation_bound(m)) for m in methods])
+    theta = np.stack([np.asarray(flows.balanced_init(a, depth, mu.size)) for a in alphas])
+    theta0 = theta.copy()
+    code = np.full(n, -1)
+    other = np.zeros(n, bool)
+    first = np.ones(n, bool)
+    passes = np.zeros(n, int)
+    grid = kind == "direct"
+    need = "escape" if kind == "collapse" else "direct"
+    opts = tuple(sorted(options.items()))
+    for _ in range(max_passes):
+        todo = np.flatnonzero(code < 0)
+        if todo.size == 0:
+            break
+        pick = np.resize(todo, n)  # pad with undecided points: one shape, one compilation
+        t1 = np.array([budget(theta[i], mu, bounds[i], depth, passes[i]) for i in pick])
+        status, theta_end, moved = _pass(
+            jax.tree.map(lambda x, p=pick: x[p], batch),
+            data,
+            jnp.asarray(theta[pick]),
+            jnp.asarray(t1),
+            jnp.asarray(first[pick]),
+            depth,
+            grid,
+            opts,
+        )
+        status, theta_end, moved = (np.asarray(x)[: todo.size] for x in (status, theta_end, moved))
+        theta[todo], first[todo] = theta_end, False
+        passes[todo] += 1
+        other[todo] |= moved
+        for k, i in enumerate(todo):
+            escaped, leader, settled = (
+                np.asarray(x) for x in certificate(theta[i], mu, bounds[i], depth)
+            )
+            intact = keeps_invariant_order(methods[i], theta0[i], theta[i], mu, depth)
+            lead = invariant_leader(methods[i], theta0[i], mu, depth)
+            got = decide(
+                int(status[k]),
+                bool(escaped),
+                bool(settled),
+                int(leader),
+                intact,
+                lead,
+                bool(other[i]),
+                target,
+                need,
+            )
+            code[i] = -1 if got is None else got
+    code[code < 0] = UNDETERMINED
+    return code
+
+
+def _check_family(family, p, d):
+    out = family(p)
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise ValueError(
+            f"`family` must map a number p to a tuple (method, alpha); got {out!r} at p = {p:g}."
+        )
+    method, alpha = out
+    try:
+        check_method(method)
+        perturbation_bound(method)
+        alpha = check_alpha(alpha, d)
+    except ValueError as err:
+        raise ValueError(f"`family` at p = {p:g}: {err}") from None
+    return method, alpha
+
+
+def _change(ps, flags, where):
+    """The adjacent pair where ``flags`` goes True -> False (None if there is no change)."""
+    flags = np.asarray(flags, dtype=bool)
+    changes = np.flatnonzero(flags[:-1] != flags[1:])
+    if changes.size == 0 and flags[0] == flags[-1]:
+        return None
+    if not flags[0] or flags[-1] or changes.size != 1:
+        raise ValueError(
+            f"`bracket`: the regime changes more than once, or the wrong way, {where} "
+            f"(below-flags {flags.astype(int)} at p = {np.array2string(np.asarray(ps), 6)})."
+        )
+    k = int(changes[0])
+    return float(ps[k]), float(ps[k + 1])
+
+
+def boundary(
+    family,
+    mu,
+    *,
+    depth: int = 2,
+    bracket,
+    kind: str = "collapse",
+    rtol: float = 1e-8,
+    points: int = 17,
+    log: bool = True,
+    max_steps: int = 100_000,
+    collapse_tol: float = 1e-6,
+    escape_tol=None,
+    loss: str = "logistic",
+    solver_rtol: float = 1e-11,
+    solver_atol: float = 1e-16,
+    max_passes: int = 40,
+    _scan_default: bool = False,
+) -> Boundary:
+    r"""Where the regime changes along ``family``: :math:`p\mapsto` ``(method, alpha)``.
+
+    ``kind="collapse"``: below the boundary the run collapses, above it escapes (certified:
+    some weight exceeds the perturbation bound, :func:`analysis.certificate`).
+    ``kind="direct"``: below, the run collapses or :math:`j^\dagger` visits an index other than
+    :math:`\arg\max\mu` (read at :math:`\tau=0^+` by the tie rule and on 2001 points of each
+    solve's dense output); above, it is settled on :math:`\arg\max\mu` having never left it.
+    "Below" and "above" follow the order of ``bracket`` (``(lo, hi)`` with ``lo`` on the
+    below side; ``hi < lo`` is allowed for a family whose regime reverses, e.g. ρ at fixed α).
+
+    The first round classifies ``points`` values spread over the bracket (its ends, and
+    interior values log-spaced with ``log=True``, offset so that none sits on a simple ratio of
+    the ends) in one ``jax.vmap`` call; it must show exactly one change. Each further round
+    classifies ``points`` values inside the current bracket and keeps the sub-interval of the
+    change, until :math:`|hi-lo|\le` ``rtol`` :math:`|lo|`. Each point is continued pass after
+    pass (``max_passes``) until it is decided; one still undecided is ``undetermined`` and
+    stops the search with a ``RuntimeError`` naming it.
+
+    Arguments:
+        family: callable :math:`p\mapsto` ``(method, alpha)``; the methods must share their type
+            and static configuration (e.g. ``per_layer``).
+        mu: the example, shape ``(d,)``.
+        depth: :math:`L\ge1`.
+        bracket: ``(p_below, p_above)``.
+        kind: ``"collapse"`` or ``"direct"``.
+        rtol: relative width of the final bracket.
+        points: values per vmapped round.
+        log: spread the first round's values geometrically (positive brackets only).
+        max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`
+            (``escape_tol``: the growth per pass, default as in :func:`analysis.regime_path`).
+        solver_rtol, solver_atol: its tolerances (tight: the boundary is a separatrix).
+        max_passes: continuations per point.
+
+    Returns:
+        :class:`Boundary`.
+
+    >>> import flows, analysis
+    >>> b = analysis.boundary(lambda r: (flows.L2SAM(r), 1.0), [2.0], bracket=(2.0, 1.0), rtol=1e-6)
+    >>> round(b.value, 5)  # d = 1, L = 2: dw/dτ = μ(w - ρ/√2) collapses iff ρ > √2 α
+    1.41421
+    """
+    mu = check_mu(mu)
+    depth = check_depth(depth)
+    if kind not in KINDS:
+        raise ValueError(f"`kind` must be one of {KINDS}; got {kind!r}.")
+    if kind == "direct" and mu.shape[0] < 2:
+        raise ValueError(
+            "`mu` must have d >= 2 entries for kind='direct': with d = 1 every escape is direct."
+        )
+    rtol = check_positive("rtol", rtol, upper=0.1)
+    points = check_count("points", points, 2)
+    max_passes = check_count("max_passes", max_passes)
+    check_positive("solver_rtol", solver_rtol, upper=1.0)
+    check_positive("solver_atol", solver_atol, upper=1.0)
+    if not callable(family):
+        raise ValueError(f"`family` must be a callable p -> (method, alpha); got {family!r}.")
+    try:
+        lo, hi = (float(b) for b in np.asarray(bracket, dtype=float).reshape(2))
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`bracket` must be two numbers (p_below, p_above); got {bracket!r}."
+        ) from None
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo == hi or (log and lo * hi <= 0):
+        raise ValueError(
+            "`bracket` must be two distinct finite numbers (of one sign with log=True); "
+            f"got {bracket!r}."
+        )
+    data = flows.single_example(mu)
+    options = dict(
+        max_steps=check_count("max_steps", max_steps),
+        collapse_tol=collapse_tol,
+        escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
+        loss=loss,
+        rtol=solver_rtol,
+        atol=solver_atol,
+    )
+    below_codes = (COLLAPSE,) if kind == "collapse" else (COLLAPSE, SEQUENTIAL)
+
+    def flags(ps):
+        pairs = [_check_family(family, float(p), mu.size) for p in ps]
+        code = _classify(
+            [m for m, _ in pairs],
+            data,
+            depth,
+            [a for _, a in pairs],
+            kind=kind,
+            options=options,
+            max_passes=max_passes,
+        )
+        if np.any(code == UNDETERMINED):
+            k = int(np.argmax(code == UNDETERMINED))
+            raise RuntimeError(
+                f"boundary: the run at p = {ps[k]:.10g} is undetermined after {max_passes} "
+                "passes (a solver failure, or a run at the boundary itself); narrow `bracket` "
+                "or raise `max_passes` / `max_steps`."
+            )
+        return np.isin(code, below_codes)
+
+    # The ends, and points - 2 interior values offset from the equispaced fractions by an
+    # irrational amount, so that none lands on a simple ratio (e.g. the geometric midpoint of
+    # (0.5, 1) is 1/√2, an exact equilibrium of ℓ2-SAM at d = 1: undecidable).
+    u = np.r_[0.0, (np.arange(1, points - 1) + (1 / np.pi - 0.5) / 2) / (points - 1), 1.0]
+    ps = lo * (hi / lo) ** u if log else lo + (hi - lo) * u
+    found = _change(ps, flags(ps), "across `bracket`")
+    if found is None:
+        if _scan_default:
+            nan = float("nan")
+            return Boundary(nan, (nan, nan), 0, points, False)
+        raise ValueError(f"`bracket`: no change of regime between {lo:g} and {hi:g}.")
+    lo, hi = found
+    solves, rounds = points, 0
+    while abs(hi - lo) > rtol * abs(lo):
+        inner = lo + (hi - lo) * np.arange(1, points + 1) / (points + 1)
+        lo, hi = _change(
+            np.r_[lo, inner, hi], np.r_[True, flags(inner), False], "inside the bracket"
+        )
+        solves, rounds = solves + points, rounds + 1
+    return Boundary(0.5 * (lo + hi), (lo, hi), rounds, solves, True)
+
+
+def _scale(method) -> float:
+    for name in ("rho", "rho_max", "sigma"):
+        value = getattr(method, name, None)
+        if value is not None and not callable(value) and float(value) > 0:
+            return float(value)
+    return 1.0
+
+
+def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
+    method = check_method(method)
+    scan = check_count("scan", scan)
+    if bracket is not None:  # α > 0: else the error would blame the internal `family`
+        ends = np.asarray(as_array("bracket", bracket, "(lo, hi), two initial scales α > 0"))
+        if ends.shape != (2,) or not np.all(np.isfinite(ends) & (ends > 0)):
+            raise ValueError(
+                f"`bracket` must be (lo, hi), two finite scales α > 0; got {bracket!r}."
+            )
+    default = bracket is None
+    if default:
+        # Offset by 1/π octave so that no scan point sits on a simple ratio such as
+        # α = ρ, where ℓ∞-SAM has an equilibrium (neither collapse nor escape).
+        s = _scale(method)
+        bracket = (s * 2.0 ** (-scan + 1 / np.pi), s * 2.0 ** (scan + 1 / np.pi))
+    out = boundary(
+        lambda a: (method, a),
+        mu,
+        depth=depth,
+        bracket=bracket,
+        kind=kind,
+        _scan_default=default,
+        **options,
+    )
+    return out if full_output else out.value
+
+
+def critical_alpha(
+    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **options
+):
+    r"""Collapse/escape boundary :math:`\alpha_c` at fixed method: collapse below, escape above.
+
+    :func:`boundary` along :math:`\alpha\mapsto` ``(method, α)`` with ``kind="collapse"``. The
+    default bracket is :math:`s\,2^{\pm\text{scan}+1/\pi}` (:math:`s=\rho`, or
+    :math:`\rho_{\max}` for LE-SAM), scanned with ``points`` values. Where no collapse occurs
+    on it (ℓ2-SAM at odd :math:`L`, whose weights never decrease; GD at any depth) the result
+    is NaN (``full_output``: ``exists=False``), not an error.
+
+    For ℓ2-SAM at :math:`L=2` it lies strictly between the sympy bounds of
+    :func:`analysis.l2sam_thresholds`; for :math:`d=1` it is exactly :math:`\rho/\sqrt2`.
+
+    Arguments:
+        method: GD, L2SAM, LinfSAM or LESAM.
+        mu: the example, shape ``(d,)``.
+        depth: number of layers.
+        bracket: ``(lo, hi)``, lo collapsing and hi escaping, instead of the scan.
+        scan: half-width of the default bracket in powers of two.
+        full_output: return the :class:`Boundary` instead of a float.
+        options: the keywords of :func:`boundary` (``rtol=1e-8``, ``points=17``, solver options).
+
+    >>> import flows, analysis
+    >>> round(analysis.critical_alpha(flows.L2SAM(1.0), [2.0]), 8)  # d = 1: ρ/√2
+    0.70710678
+    >>> import math; math.isnan(analysis.critical_alpha(flows.L2SAM(1.0), [1.0, 2.0], depth=3))
+    True
+    """
+    return _alpha_search(method, mu, depth, "collapse", bracket, scan, full_output, options)
+
+
+def direct_alpha(
+    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **options
+):
+    r"""Sequential/direct boundary :math:`\alpha_s`: direct above, sequential (or collapse) below.
+
+    :func:`boundary` along :math:`\alpha` with ``kind="direct"``; arguments as in
+    :func:`critical_alpha` (``bracket``: lo not direct, hi direct). For ℓ2-SAM at :math:`L=2`
+    it is exactly :math:`\rho(\mu_{(d)}+\mu_{(d-1)})/(\sqrt2\lVert\mu\rVert)`
+    (:func:`analysis.l2sam_thresholds`).
+
+    >>> import flows, analysis
+    >>> round(analysis.direct_alpha(flows.L2SAM(1.0), [3.0, 4.0], rtol=1e-6), 5)  # 7/(5√2)
+    0.98995
+    """
+    if check_mu(mu).shape[0] < 2:
+        raise ValueError("`mu` must have d >= 2 entries: with d = 1 every escape is direct.")
+    return _alpha_search(method, mu, depth, "direct", bracket, scan, full_output, options)

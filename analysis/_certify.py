@@ -1,0 +1,150 @@
+r"""When a single-example run is decided: the escape and settled-leader certificates, every depth.
+
+Setting: the rescaled flow :math:`d\theta/d\tau=\nabla m(\hat\theta)` of one example
+:math:`\{(\mu,+1)\}` from nonnegative weights, so that :math:`\dot w_{lj}=\mu_j\prod_{l'\ne l}\hat
+w_{l'j}` (science.md §3) with :math:`\hat\theta=\theta+\varepsilon`.
+
+**Two facts about every method here** (GD, ℓ2-SAM global and per layer, LE-SAM, ℓ∞-SAM):
+
+1. :math:`|\varepsilon_{lj}|\le e`, with :math:`e=0` (GD), :math:`\rho` (ℓ2-SAM, ℓ∞-SAM) or
+   :math:`\rho_{\max}` (LE-SAM): :func:`perturbation_bound`.
+2. :math:`\varepsilon` points along :math:`-\nabla m`, and :math:`\nabla m\ge0` where the
+   weights are :math:`\ge0`, so :math:`\hat w_{lj}\in[w_{lj}-e,\,w_{lj}]`.
+
+Hence, for the smallest layer :math:`a_j=\min_l w_{lj}` and the largest :math:`b_j=\max_l|w_{lj}|`,
+
+.. math::
+    \dot a_k\ \ge\ \mu_k\,(a_k-e)^{L-1}\quad(a_k>e),\qquad
+    \dot w_{lj}\ \le\ \mu_j\,u_j^{L-1},\quad u_j=\begin{cases}b_j&L\text{ even}\\
+    \max(b_j,e)&L\text{ odd}\end{cases}
+
+(at even :math:`L` a negative :math:`\hat w` only slows the coordinate). Comparison with the GD
+solution :math:`G_j(\tau;z)=(z^{-(L-2)}-(L-2)\mu_j\tau)^{-1/(L-2)}` (:math:`z\,e^{\mu_j\tau}` at
+:math:`L=2`) gives a lower solution :math:`e+G_k(\tau;a_k-e)` for the leader and upper solutions
+:math:`G_j(\tau;u_j)` for the others. :math:`G^{-(L-2)}` is linear in :math:`\tau` (and
+:math:`\log G` at :math:`L=2`), so :math:`G_k(\tau;a_k-e)\ge G_j(\tau;u_j)` for all :math:`\tau`
+until :math:`G_k` blows up exactly when it holds at :math:`\tau=0` and at the end:
+
+* **escape** (the loss tends to 0): some :math:`a_k>e`; then :math:`a_k` grows without bound
+  (in finite :math:`\tau` for :math:`L\ge3`). At :math:`L=1`, :math:`\dot w=\mu` exactly: always.
+* **settled on** :math:`k` (:math:`k` leads :math:`|\beta|` from now on, so it is the limit):
+  :math:`a_k>e` and for every :math:`j\ne k`: :math:`a_k-e\ge u_j` and
+  :math:`\mu_k(a_k-e)^{L-2}\ge\mu_j u_j^{L-2}` (:math:`L\ge3`: the upper solution of :math:`j`
+  blows up no earlier), or :math:`\mu_k\ge\mu_j` or :math:`u_j=0` (:math:`L=2`). At :math:`L=1`
+  (exact, :math:`w_j=w_j(0)+\mu_j\tau`): :math:`w_k\ge w_j` and :math:`\mu_k\ge\mu_j`.
+
+Both are sufficient conditions, proven for every depth; a run is continued until they hold
+(:func:`analysis.regime_path`). Their time scale: the field is homogeneous of degree
+:math:`L-1` in :math:`(\theta, e)`, so :func:`time_scale` is :math:`s^{2-L}/\min\mu` with
+:math:`s=\max(\max_{lj}|w_{lj}|, e)`.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+
+import flows
+
+
+def perturbation_bound(method):
+    r"""The bound :math:`e\ge|\varepsilon_{lj}|` of every perturbation entry (module docstring).
+
+    :math:`0` for GD, :math:`\rho` for ℓ2-SAM (global or per layer: a unit vector's entries are
+    at most 1) and ℓ∞-SAM (also with ``delta``: :math:`|\tanh|\le1`), :math:`\rho_{\max}` for
+    LE-SAM (:math:`\rho_t\le\rho_{\max}`). Traceable: a vmapped method gives an array.
+
+    >>> import flows, analysis
+    >>> [float(analysis.perturbation_bound(m)) for m in (flows.GD(), flows.L2SAM(0.3),
+    ...  flows.LinfSAM(0.2), flows.LESAM(0.35, 0.1))]
+    [0.0, 0.3, 0.2, 0.1]
+    """
+    if isinstance(method, flows.GD):
+        return jnp.zeros(())
+    if isinstance(method, (flows.L2SAM, flows.LinfSAM)):
+        return jnp.asarray(method.rho)
+    if isinstance(method, flows.LESAM):
+        return jnp.asarray(method.rho_max)
+    raise ValueError(
+        "`method` must be one of flows.GD, L2SAM, LinfSAM, LESAM (a perturbation bound is "
+        f"known for these); got {type(method).__name__}."
+    )
+
+
+def certificate(theta, mu, bound, depth: int):
+    r"""(escaped, leader, settled) of the state ``theta`` (module docstring), traceable.
+
+    ``leader`` is :math:`\arg\max_j|\beta_j|`, ties to the largest :math:`\mu_j` (the index a
+    settled tie resolves to); ``escaped`` certifies that the loss tends to 0, ``settled`` that
+    ``leader`` leads :math:`|\beta|` for all later times.
+
+    Arguments:
+        theta: state, shape ``(L, d)``; mu: the example, shape ``(d,)``;
+        bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static).
+    """
+    theta, mu = jnp.asarray(theta), jnp.asarray(mu)
+    a = jnp.min(theta, axis=0)
+    b = jnp.max(jnp.abs(theta), axis=0)
+    size = jnp.sum(jnp.log(jnp.abs(theta)), axis=0)  # log|β_j|
+    top = size == jnp.max(size)
+    leader = jnp.argmax(jnp.where(top, mu, -jnp.inf))
+    others = jnp.arange(mu.shape[0]) != leader
+    if depth == 1:
+        ok = (a[leader] >= b) & (mu[leader] >= mu)
+        return jnp.asarray(True), leader, jnp.all(ok | ~others)
+    nonneg = jnp.all(theta >= 0, axis=0)
+    u = b if depth % 2 == 0 else jnp.maximum(b, bound)
+    u = jnp.where(nonneg, u, b + bound)  # a negative layer: only |ŵ| <= |w| + e is known
+    lower = a[leader] - bound
+    escaped = jnp.any(a > bound)
+    if depth == 2:
+        later = (mu[leader] >= mu) | (u == 0)
+    else:
+        later = mu[leader] * lower ** (depth - 2) >= mu * u ** (depth - 2)
+    ok = (lower >= u) & later
+    settled = (lower > 0) & jnp.all(ok | ~others)
+    return escaped, leader, settled
+
+
+def time_scale(theta, mu, bound, depth: int):
+    r""":math:`s^{2-L}/\min\mu`, :math:`s=\max(\max|w_{lj}|,e)`: the field's own time unit."""
+    s = jnp.maximum(jnp.max(jnp.abs(jnp.asarray(theta))), bound)
+    return s ** (2 - depth) / jnp.min(jnp.asarray(mu))
+
+
+def keeps_invariant_order(method, theta0, theta, mu, depth: int):
+    r"""False when ``theta`` breaks an order the exact flow keeps: a precision alarm.
+
+    For GD, ℓ2-SAM and LE-SAM from a balanced start the perturbation is
+    :math:`\varepsilon_j=-c\,\mu_jw_j^{L-1}` with one scalar :math:`c\ge0` for all coordinates,
+    so every :math:`q_j=\mu_jw_j^{L-2}` obeys the same scalar ODE
+    :math:`\dot q=(L-2)q^2(1-cq/w)^{L-1}`-type law (science.md §5: with ℓ2-SAM,
+    :math:`\dot q=(L-2)q^2(1-\rho q/N)^{L-1}`) and the order of the :math:`q_j` never changes
+    (:math:`L\ge3`). Near the degenerate saddle, where all :math:`q_j` are equal, a float64
+    state can lose that order; a leader certified from such a state is not to be trusted. True
+    for every other method and depth.
+    """
+    if depth < 3 or isinstance(method, flows.LinfSAM):
+        return True
+    mu = np.asarray(mu)
+    q0 = mu * np.min(np.asarray(theta0), axis=0) ** (depth - 2)
+    q = mu * np.min(np.asarray(theta), axis=0) ** (depth - 2)
+    before = q0[:, None] < q0[None, :]
+    return bool(np.all(q[:, None] < q[None, :], where=before))
+
+
+def invariant_leader(method, theta0, mu, depth: int):
+    r"""The limit leader that the :math:`q`-order theorem proves, or None where it does not apply.
+
+    For GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` from a balanced start the :math:`q_j` keep their
+    order (:func:`keeps_invariant_order`) and, on an escape, the largest one blows up first
+    while the others stay finite (science.md §5), so :math:`j^\dagger` ends on
+    :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (unique). This decides the limit where the float64
+    state cannot (near the degenerate saddle the coordinates agree to below double precision).
+    """
+    if depth < 3 or isinstance(method, flows.LinfSAM):
+        return None
+    theta0 = np.asarray(theta0)
+    if not np.all(theta0 == theta0[:1]):
+        return None  # not a balanced start
+    q0 = np.asarray(mu) * theta0[0] ** (depth - 2)
+    top = np.flatnonzero(q0 == q0.max())
+    return int(top[0]) if top.size == 1 else None

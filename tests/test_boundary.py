@@ -1,0 +1,119 @@
+"""analysis._boundary: boundaries along any family, at every depth, against independent values.
+
+Expected values: closed forms (d = 1; the ℓ2-SAM direct boundary at L = 2; LE-SAM's σ_c at
+d = 1), the sympy bounds, and the reduced balanced flow integrated by scipy on both sides of a
+boundary at L = 4 (tests/helpers.py).
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import analysis
+import flows
+from tests.helpers import reduced_l2sam
+
+MU = [1.0, 2.0, 3.0, 4.0, 5.0]
+SQ2 = np.sqrt(2.0)
+
+
+def test_critical_alpha_d1_is_rho_over_sqrt2():
+    # d = 1: dw/dτ = μ (w − ρ/√2), so α_c = ρ/√2 exactly (independent of μ).
+    for rho in (1.0, 0.3):
+        got = analysis.critical_alpha(flows.L2SAM(rho), [2.0], full_output=True)
+        assert got.exists and abs(got.alpha / (rho / SQ2) - 1) <= 2e-8
+        assert got.bracket[1] - got.bracket[0] <= 1e-8 * got.bracket[0]
+    got = analysis.critical_alpha(flows.L2SAM(1.0), [2.0], bracket=(0.5, 1.0), rtol=1e-10)
+    assert abs(got / (1 / SQ2) - 1) <= 2e-10
+
+
+def test_boundary_along_rho_and_its_reversed_bracket():
+    # Along ρ at fixed α = 1 (d = 1): collapse iff ρ > √2 α. The collapsing side is the large ρ.
+    b = analysis.boundary(lambda r: (flows.L2SAM(r), 1.0), [2.0], bracket=(4.0, 0.5))
+    assert abs(b.value / SQ2 - 1) <= 2e-8
+
+
+def test_boundary_along_lesam_sigma_closed_form():
+    # LE-SAM, d = 1, L = 2, logistic: ŵ = w − ρ_t/√2 with ρ_t = min(σ/(|ℓ'(μw²)|√2μw), ρ_max).
+    # With α < ρ_max/√2 the start shrinks iff σ > σ_c = 2μα²|ℓ'(μα²)|, and the sign of ŵ is
+    # kept afterwards (w|ℓ'(μw²)|·2w increases on [α, ρ_max/√2]): σ_c is the boundary.
+    mu, alpha, rho_max = 1.0, 0.5, 1.0
+    sigma_c = 2 * mu * alpha**2 / (1 + np.exp(mu * alpha**2))
+    b = analysis.boundary(
+        lambda s: (flows.LESAM(s, rho_max), alpha), [mu], bracket=(0.4, 0.1), rtol=1e-7
+    )
+    assert abs(b.value / sigma_c - 1) <= 1e-6  # ϱ = 1e-12 moves it by ~1e-11
+
+
+def test_critical_alpha_between_sympy_bounds_and_scale_invariant():
+    b = analysis.critical_alpha(flows.L2SAM(1.0), MU, full_output=True)
+    n = np.linalg.norm(MU)
+    assert 1 / (SQ2 * n) < b.bracket[0] < b.bracket[1] < 5 / (SQ2 * n)  # all shrink / all grow
+    scaled = analysis.critical_alpha(flows.L2SAM(2.5), MU)
+    assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
+
+
+def test_direct_alpha_matches_hand_formula():
+    # Exact boundary: ρ (μ_(d) + μ_(d-1)) / (√2 ‖μ‖) (the top two initial rates tie).
+    got = analysis.direct_alpha(flows.L2SAM(1.0), [3.0, 4.0])
+    assert abs(got / (7 / (5 * SQ2)) - 1) <= 2e-8
+
+
+def test_critical_alpha_depth4_separates_the_reduced_flow():
+    # The reduced flow, integrated independently, collapses just below α_c and escapes past
+    # the certificate w > ρ (it then grows without bound) just above.
+    b = analysis.critical_alpha(flows.L2SAM(1.0), MU, depth=4, full_output=True)
+    assert b.exists and b.bracket[1] - b.bracket[0] <= 1e-8 * b.bracket[0]
+    lo, hi = b.value * (1 - 1e-4), b.value * (1 + 1e-4)
+    down = reduced_l2sam(MU, lo, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * lo)
+    up = reduced_l2sam(MU, hi, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * hi)
+    assert len(down.t_events[1]) == 1 and len(up.t_events[0]) == 1
+
+
+@pytest.mark.parametrize("depth", [1, 3, 5])
+def test_no_collapse_at_odd_depth_is_a_documented_nan(depth):
+    # At odd L (and L = 1, where dw/dτ = μ) ℓ2-SAM's weights never decrease: no α_c exists.
+    b = analysis.critical_alpha(flows.L2SAM(1.0), MU, depth=depth, full_output=True)
+    assert not b.exists and math.isnan(b.value)
+    assert math.isnan(analysis.critical_alpha(flows.GD(), MU, depth=2))  # GD never collapses
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(rtol=0.0), "rtol"),
+        (dict(points=0), "points"),
+        (dict(bracket=(1.0, 0.5)), "bracket"),  # the collapsing end must come first
+        (dict(bracket=(1.0, 2.0, 3.0)), "bracket"),
+        (dict(bracket=(2.0, 3.0)), "bracket"),  # no change of regime inside
+        (dict(mu=[[1.0]]), "mu"),
+        (dict(mu=[1.0, np.inf]), "mu"),
+        (dict(method=None), "method"),
+        (dict(depth=0), "depth"),
+        (dict(solver_rtol=2.0), "solver_rtol"),
+    ],
+)
+def test_critical_alpha_bad_input(kwargs, name):
+    args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0]) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.critical_alpha(**args)
+
+
+@pytest.mark.parametrize(
+    "family",
+    [
+        lambda p: flows.L2SAM(p),  # not a tuple
+        lambda p: (flows.L2SAM(1.0), -p),  # a bad alpha
+        lambda p: ("sam", p),  # not a method
+        lambda p: (flows.L2SAM(1.0, per_layer=p > 1), p),  # the static configuration varies
+    ],
+)
+def test_boundary_bad_family(family):
+    with pytest.raises(ValueError, match="family"):
+        analysis.boundary(family, [1.0, 2.0], bracket=(0.5, 2.0))
+
+
+def test_direct_alpha_needs_two_features():
+    with pytest.raises(ValueError, match="mu"):
+        analysis.direct_alpha(flows.L2SAM(1.0), [2.0])

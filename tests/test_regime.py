@@ -1,0 +1,150 @@
+"""analysis._regime: j† sequences (returns included), regimes at every depth, one regime table.
+
+Expected values come from independent integrations (scipy on the reduced balanced flow of
+science.md §5, in tests/helpers.py), closed forms and the q-order theorem, never from the code.
+"""
+
+import numpy as np
+import pytest
+
+import analysis
+import flows
+from tests.helpers import argmax_changes, reduced_l2sam, smooth_methods
+
+MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+SQ2 = np.sqrt(2.0)
+
+
+def test_l2_sequence_keeps_the_return_to_an_earlier_index():
+    # The issue's case: ℓ2-SAM, L = 2, α = 0.36. Independent: the scalar reduction of
+    # science.md §5, log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2.
+    import scipy.integrate
+    import scipy.optimize
+
+    alpha, c = 0.36, 1 / SQ2
+
+    def f(t, y):
+        return [1 / np.linalg.norm(MU * alpha * np.exp(MU * t - c * MU**2 * y[0]))]
+
+    sol = scipy.integrate.solve_ivp(f, (0, 15), [0.0], rtol=1e-12, atol=1e-14, dense_output=True)
+    logw = lambda t: MU * t - c * MU**2 * sol.sol(t)[0]  # noqa: E731
+    ts = np.linspace(0, 15, 30_001)[1:]
+    js = np.argmax(np.array([logw(t) for t in ts]), axis=1)
+    expected, times = [int(js[0])], []
+    for k in np.flatnonzero(js[1:] != js[:-1]):
+        a, b = js[k], js[k + 1]
+        h = lambda t, a=a, b=b: logw(t)[b] - logw(t)[a]  # noqa: E731
+        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1]))
+        expected.append(int(b))
+    assert expected == [1, 0, 1, 2, 3, 4]  # the reduction itself shows the return 0 -> 1
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha)
+    assert r.sequence == expected
+    assert len(r.times) == len(r.sequence) - 1
+    np.testing.assert_allclose(r.times, times, rtol=1e-6)
+    assert r.regime == "sequential" and not r.monotone
+
+
+def test_depth3_ends_on_the_major_coordinate():
+    # The issue's second case: L = 3, α = 0.001 was reported "minor", sequence [4, 3].
+    expected, times = argmax_changes(reduced_l2sam(MU, 1e-3, 1.0, 3, 1e4))
+    assert expected == [4, 3, 4]
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, 1e-3, depth=3)
+    assert r.sequence == expected and r.regime == "sequential"
+    np.testing.assert_allclose(r.times, times, rtol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [3, 4, 5, 6, 8])
+def test_l2sam_paths_match_the_reduced_flow_at_every_depth(depth):
+    # Above α_c at every depth (α = 0.5ρ escapes): the sequence of j† changes must be
+    # the reduced flow's, and by the q-order theorem it ends on argmax μ.
+    alpha = 0.5
+    expected, times = argmax_changes(reduced_l2sam(MU, alpha, 1.0, depth, 1e8))
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
+    assert r.sequence == expected
+    assert r.sequence[-1] == 4 and r.regime in ("sequential", "direct")
+    np.testing.assert_allclose(r.times, times, rtol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_gd_is_direct_at_every_depth(depth):
+    # dw_j/dτ = μ_j w_j^{L-1} from a uniform α: w_j(τ) is increasing in μ_j for every τ > 0
+    # (closed form, science.md §5), so j† = argmax μ throughout: "direct", sequence [d-1].
+    r = analysis.regime_path(flows.GD(), MU, 0.7, depth=depth)
+    assert (r.regime, r.sequence) == ("direct", [4])
+
+
+@pytest.mark.parametrize("depth", [3, 5, 7])
+def test_l2sam_never_collapses_at_odd_depth(depth):
+    # At odd L, dw/dτ = μ ŵ^{L-1} >= 0: weights never decrease, so even α = ρ/100 escapes; by
+    # the q-order theorem (uniform α) the limit is argmax μ.
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, 0.01, depth=depth)
+    assert r.regime in ("sequential", "direct") and r.sequence[-1] == 4
+
+
+@pytest.mark.parametrize("depth", [4, 6])
+def test_l2sam_collapses_at_even_depth_like_the_reduced_flow(depth):
+    # The reduced flow, integrated independently, falls to 1e-3 of its start.
+    alpha = 0.05
+    sol = reduced_l2sam(MU, alpha, 1.0, depth, 1e9, w_min=alpha * 1e-3)
+    assert sol.status == 1 and len(sol.t_events[1]) == 1
+    assert analysis.regime(flows.L2SAM(1.0), MU, alpha, depth=depth) == "collapse"
+
+
+@pytest.mark.parametrize("name", sorted(smooth_methods()))
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_every_smooth_method_is_decided_and_ends_major(name, depth):
+    # At α = 2: every coordinate exceeds the perturbation bound (ρ, ρ_max <= 0.3) from the
+    # start, so the run escapes; the limit is argmax μ (L <= 2: rates; L >= 3: q-order theorem).
+    method = smooth_methods()[name]
+    r = analysis.regime_path(method, MU, 2.0, depth=depth)
+    assert r.regime in ("sequential", "direct") and r.sequence[-1] == 4
+
+
+def test_regime_code_table():
+    codes = {
+        "collapse": (True, False, 0, False),
+        "sequential": (False, True, 4, True),
+        "direct": (False, True, 4, False),
+        "minor": (False, True, 1, True),
+        "undetermined": (False, False, 4, True),
+    }
+    for name, (collapsed, settled, leader, other) in codes.items():
+        assert (
+            analysis.REGIMES[int(analysis.regime_code(collapsed, settled, leader, other, 4))]
+            == name
+        )
+
+
+def test_regime_d1_and_gd():
+    m = flows.L2SAM(1.0)
+    assert analysis.regime(m, [2.0], 0.7) == "collapse"  # d = 1: dw/dτ = μ(w − ρ/√2)
+    assert analysis.regime(m, [2.0], 0.715) == "direct"
+    assert analysis.regime(flows.GD(), [1.0, 2.0, 3.0], 1e-3) == "direct"
+
+
+def test_regime_three_regimes_from_hand_bounds():
+    n = np.linalg.norm(MU)
+    m = flows.L2SAM(1.0)
+    r = analysis.regime_path(m, MU, 0.99 / (SQ2 * n))  # all shrink from the start: collapse
+    assert r.regime == "collapse" and abs(r.loss_end - np.log(2)) < 1e-5
+    r = analysis.regime_path(m, MU, 1.01 * 5 / (SQ2 * n))  # all grow, below α_s
+    assert r.regime == "sequential" and r.sequence[-1] == 4 and r.sequence[0] != 4
+    assert analysis.regime(m, MU, 1.01 * 9 / (SQ2 * n)) == "direct"  # above α_s = 9/(√2‖μ‖)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(alpha=0.0), "alpha"),
+        (dict(alpha=-1.0), "alpha"),
+        (dict(mu=[1.0, 0.0]), "mu"),
+        (dict(depth=0), "depth"),
+        (dict(method="sam"), "method"),
+        (dict(alpha=[1.0, 2.0, 3.0]), "alpha"),
+        (dict(max_restarts=-1), "max_restarts"),
+    ],
+)
+def test_regime_bad_input(kwargs, name):
+    args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0], alpha=0.5) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.regime(**args)
