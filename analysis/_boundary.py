@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
+from flows._validate import as_array
 
 from ._certify import perturbation_bound
 from ._problem import (
@@ -269,6 +270,12 @@ def _scale(method) -> float:
 def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
     method = check_method(method)
     scan = check_count("scan", scan)
+    if bracket is not None:  # α > 0: else the error would blame the internal `family`
+        ends = np.asarray(as_array("bracket", bracket, "(lo, hi), two initial scales α > 0"))
+        if ends.shape != (2,) or not np.all(np.isfinite(ends) & (ends > 0)):
+            raise ValueError(
+                f"`bracket` must be (lo, hi), two finite scales α > 0; got {bracket!r}."
+            )
     default = bracket is None
     if default:
         # Offset by 1/π octave so that no scan point sits on a simple ratio such as

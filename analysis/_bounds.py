@@ -36,6 +36,8 @@ from typing import NamedTuple
 import numpy as np
 import sympy as sp
 
+from flows._validate import WrongTypeError, check_scalar
+
 from ._problem import check_mu
 
 
@@ -112,10 +114,11 @@ def l2sam_thresholds(mu, rho, *, per_layer: bool = False) -> L2SAMThresholds:
     True
     """
     mu = check_mu(mu)
-    if isinstance(rho, bool) or not np.isscalar(rho) or not np.isfinite(rho) or rho < 0:
-        raise ValueError(f"`rho` must be a finite number >= 0; got {rho!r}.")
+    if isinstance(rho, bool):
+        raise WrongTypeError(f"`rho` must be a finite real number >= 0; got {rho!r}.")
+    rho = float(check_scalar("rho", rho, nonnegative=True))
     if not isinstance(per_layer, bool):
-        raise ValueError(f"`per_layer` must be True or False; got {per_layer!r}.")
+        raise WrongTypeError(f"`per_layer` must be True or False; got {per_layer!r}.")
     d = mu.shape[0]
     order = [int(j) for j in np.argsort(mu)]
     shrink = float(_threshold(d, per_layer, order[0], None)(mu, rho))

@@ -10,7 +10,9 @@ measurement says why, never a silent skip.
 
 import dataclasses
 import json
+import os
 import time
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -583,11 +585,23 @@ def failed(rows) -> bool:
     return any(r.result == "FAIL" for r in rows)
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at ``path`` (without creating it), or None."""
+    folder = path.parent
+    if path.is_dir():
+        return "is a folder, not a file"
+    if not folder.is_dir():
+        return f"{folder} is not a folder" if folder.exists() else f"no such folder {folder}"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "not writable"
+    return None
+
+
 def main(argv=None) -> int:
     """``python -m analysis check [--quick] [--json PATH]``; returns the exit status."""
-    import argparse
+    from flows._cli import ArgumentParser
 
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.split("\n")[0])
+    parser = ArgumentParser(prog="python -m analysis", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run claims C1-C4 as experiments, one row per check")
     check.add_argument("--json", metavar="PATH", help="also write the table as JSON to PATH")
@@ -599,6 +613,10 @@ def main(argv=None) -> int:
 
         print(format_markdown(depth_table()))
         return 0
+    if args.json:  # the output path is checked first, not after minutes of checks
+        problem = _unwritable(Path(args.json))
+        if problem:
+            parser.error(f"--json {args.json}: {problem}")
     start = time.perf_counter()
     rows = run_checks(quick=args.quick)
     elapsed = time.perf_counter() - start

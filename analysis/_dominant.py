@@ -17,7 +17,7 @@ import scipy.optimize
 
 import flows
 
-from ._problem import Problem, check_trajectory
+from ._problem import Problem, check_count, check_trajectory
 
 
 def _tied_argmax(values, tie_rtol):
@@ -187,9 +187,8 @@ def switch_times(traj_or_problem, *, samples_per_step: int = 4, max_depth: int =
     >>> s.sequence, bool(abs(s.times[0] - np.log(2.0)) < 1e-8)
     ([0, 1], True)
     """
-    samples_per_step = int(samples_per_step)
-    if samples_per_step < 1:
-        raise ValueError(f"`samples_per_step` must be >= 1; got {samples_per_step!r}.")
+    samples_per_step = check_count("samples_per_step", samples_per_step, 1)
+    max_depth = check_count("max_depth", max_depth, 0)
     problem = None
     if isinstance(traj_or_problem, Problem):
         problem = traj_or_problem

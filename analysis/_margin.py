@@ -16,13 +16,13 @@ import numpy as np
 import scipy.optimize
 
 import flows
+from flows._validate import as_array
 
-from ._problem import check_trajectory
+from ._problem import check_data, check_trajectory
 
 
 def _check_data(data) -> np.ndarray:
-    if not isinstance(data, flows.Dataset):
-        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    check_data(data)
     return np.asarray(data.y)[:, None] * np.asarray(data.X)  # z_i = y_i x_i, (n, d)
 
 
@@ -35,7 +35,13 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
       :math:`u,v\ge0`, solved with scipy's HiGHS ``linprog`` (a vertex solution; the
       minimiser is unique for data in general position).
 
-    Separability is checked first with the feasibility LP :math:`Zw\ge1`.
+    Separability is checked first with the feasibility LP :math:`Zw\ge1`, each row
+    :math:`z_i` divided by :math:`\max_j|z_{ij}|` (row scaling does not change
+    whether some :math:`w` has :math:`\langle w,z_i\rangle>0` for all :math:`i`). The QP and
+    the LP then use :math:`Z/\max_{ij}|z_{ij}|`: a common positive factor scales the
+    minimiser and leaves its direction unchanged, so the answer is the same for
+    features of any magnitude (1e-200 or 1e200), and the solvers' absolute
+    tolerances act on numbers of order 1 (issue 15).
     The result is normalised in the Euclidean norm, so that it can be compared with
     :math:`\beta(t)/\lVert\beta(t)\rVert_2` by a cosine.
 
@@ -55,13 +61,25 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
     if isinstance(p, bool) or p not in (1, 2):
         raise ValueError(f"`p` must be 1 or 2; got {p!r}.")
     n, d = z.shape
+    rows = np.max(np.abs(z), axis=1, keepdims=True)  # (n, 1); 0 for x_i = 0
+    unit_rows = z / np.where(rows > 0, rows, 1.0)
     feasible = scipy.optimize.linprog(
-        np.zeros(d), A_ub=-z, b_ub=-np.ones(n), bounds=(None, None), method="highs"
+        np.zeros(d),
+        A_ub=-unit_rows,
+        b_ub=-np.ones(n),
+        bounds=(None, None),
+        method="highs",
     )
-    if feasible.status != 0:
+    if feasible.status != 0 or not np.min(unit_rows @ feasible.x) > 0:
         raise ValueError(
             "`data` is not linearly separable through the origin (no w with y_i <w, x_i> >= 1 "
             f"for all i; HiGHS: {feasible.message})."
+        )
+    z = z / np.max(rows)  # (n, d), max |z_ij| = 1; the same max-margin direction
+    if not np.all(np.any(z != 0, axis=1)):
+        raise ValueError(
+            "`data`: the examples y_i x_i differ in magnitude by more than float64 can hold "
+            f"(largest/smallest row max {np.max(rows):.3g}/{np.min(rows):.3g}); rescale them."
         )
     if p == 1:
         res = scipy.optimize.linprog(
@@ -75,13 +93,18 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
             raise RuntimeError(f"max_margin: linprog failed: {res.message}")
         w = res.x[:d] - res.x[d:]
     else:
+        start = feasible.x / np.min(z @ feasible.x)  # feasible for the scaled z: z w >= 1
         res = scipy.optimize.minimize(
             lambda w: 0.5 * w @ w,
-            feasible.x,
+            start,
             jac=lambda w: w,
             method="SLSQP",
             constraints=[{"type": "ineq", "fun": lambda w: z @ w - 1.0, "jac": lambda w: z}],
-            options={"ftol": 1e-15, "maxiter": 1000},
+            # With max |z_ij| = 1, f* = ‖w*‖²/2 is O(1) or more, where ftol 1e-15 sits at
+            # rounding level and the line search fails ("positive directional derivative",
+            # 14 of 300 random datasets); 1e-14 fails none, with the same directions
+            # (max deviation 8e-13 from an NNLS min-norm-in-hull reference).
+            options={"ftol": 1e-14, "maxiter": 1000},
         )
         w = res.x
         if not res.success or np.min(z @ w) < 1 - 1e-8:
@@ -90,7 +113,7 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
 
 
 def _unit(direction, d: int) -> np.ndarray:
-    v = np.asarray(direction, dtype=np.float64)
+    v = np.asarray(as_array("direction", direction, f"a finite nonzero vector of shape ({d},)"))
     if v.shape != (d,) or not np.all(np.isfinite(v)) or not np.any(v != 0):
         raise ValueError(
             f"`direction` must be a finite nonzero vector of shape ({d},); got {direction!r}."

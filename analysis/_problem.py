@@ -17,21 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import check_int
-
-
-def check_method(method) -> flows.AbstractMethod:
-    """Return ``method`` if it is a flows method, else raise ``ValueError``."""
-    if not isinstance(method, flows.AbstractMethod):
-        raise ValueError(
-            f"`method` must be a flows method such as flows.L2SAM(0.1); got {method!r}."
-        )
-    return method
+from flows._methods import check_method as check_method
+from flows._problem import check_data as check_data
+from flows._validate import WrongTypeError, as_array, check_int
 
 
 def check_mu(mu) -> np.ndarray:
     r"""Validate a single example :math:`\mu`: 1-D, finite, positive, unique largest entry."""
-    arr = np.asarray(mu, dtype=np.float64)
+    arr = np.asarray(as_array("mu", mu, "a 1-D array of real numbers > 0"))
     if arr.ndim != 1 or arr.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
@@ -43,7 +36,7 @@ def check_mu(mu) -> np.ndarray:
 
 def check_alpha(alpha, d: int) -> np.ndarray:
     """Validate an initialisation scale: a scalar or shape ``(d,)``, finite and > 0."""
-    arr = np.asarray(alpha, dtype=np.float64)
+    arr = np.asarray(as_array("alpha", alpha, f"a number > 0 or a ({d},) array of numbers > 0"))
     if arr.ndim not in (0, 1) or (arr.ndim == 1 and arr.shape[0] != d):
         raise ValueError(f"`alpha` must be a scalar or have shape ({d},); got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
@@ -59,7 +52,7 @@ def check_depth(depth) -> int:
 def check_positive(name: str, value, *, upper: float = np.inf) -> float:
     """Validate a real number in ``(0, upper)``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
+        raise WrongTypeError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
     if not 0 < float(value) < upper:
         raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
     return float(value)
@@ -73,7 +66,7 @@ def check_count(name: str, value, minimum: int = 1) -> int:
 def check_trajectory(traj) -> flows.Trajectory:
     """Validate a single (unbatched) :class:`flows.Trajectory`."""
     if not isinstance(traj, flows.Trajectory):
-        raise ValueError(f"`traj` must be a flows.Trajectory; got {type(traj).__name__}.")
+        raise WrongTypeError(f"`traj` must be a flows.Trajectory; got {type(traj).__name__}.")
     if np.ndim(traj.t_end) != 0:
         raise ValueError("`traj` must be a single trajectory, not a vmapped batch; index it first.")
     return traj
@@ -111,8 +104,7 @@ class Problem:
 
     def __post_init__(self):
         check_method(self.method)
-        if not isinstance(self.data, flows.Dataset):
-            raise ValueError(f"`data` must be a flows.Dataset; got {type(self.data).__name__}.")
+        check_data(self.data)
         if not isinstance(self.options, dict) or "t1" not in self.options:
             raise ValueError("`options` must be a dict of flows.solve keywords including 't1'.")
 

@@ -6,12 +6,14 @@ import argparse
 import sys
 import time
 
-from ._registry import FIGURES, make
+from flows._cli import ArgumentParser
+
+from ._registry import FIGURES, check_paths, make
 
 
 def _parser() -> argparse.ArgumentParser:
     listing = "\n".join(f"  {name:<13} {spec.summary}" for name, spec in FIGURES.items())
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m figures",
         description="Regenerate the samflows figures (vector PDF + PNG) on the CPU.",
         epilog=f"figures:\n{listing}\n\nexamples:"
@@ -41,10 +43,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in FIGURES]
     if unknown:
-        _parser().error(f"unknown figure(s) {unknown}; choose from {', '.join(FIGURES)}")
+        parser.error(f"unknown figure(s) {unknown}; choose from {', '.join(FIGURES)}")
+    try:  # the folders and saved data, before anything is computed
+        check_paths(
+            args.names, out=args.out, cache=args.cache, quick=args.quick, redraw=args.redraw
+        )
+    except ValueError as err:
+        parser.error(str(err))
     t0 = time.perf_counter()
     written = make(
         args.names,

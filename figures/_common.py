@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -133,7 +134,28 @@ def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:
     return paths
 
 
-def _data_paths(ctx: Context, name: str) -> tuple[Path, Path]:
+def check_folder(option: str, folder: Path, *, create: bool) -> Path:
+    """``folder`` as a writable folder (made if ``create``), else a one-line ``ValueError``.
+
+    ``option`` names the command-line option (``--out``, ``--cache``) in the message.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option} {folder} is a file, not a folder.")
+    if not folder.exists():
+        if not create:
+            raise ValueError(f"{option} {folder}: no such folder.")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(
+                f"{option} {folder}: cannot create the folder ({err.strerror or err})."
+            ) from None
+    if create and not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {folder}: the folder is not writable.")
+    return folder
+
+
+def data_paths(ctx: Context, name: str) -> tuple[Path, Path]:
     stem = f"{name}-quick" if ctx.quick else name
     folder = ctx.cache / "data"
     return folder / f"{stem}.npz", folder / f"{stem}.json"
@@ -141,7 +163,7 @@ def _data_paths(ctx: Context, name: str) -> tuple[Path, Path]:
 
 def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
     """Save a figure's data (``cache/data/<name>[-quick].npz`` + ``.json``) for redrawing."""
-    npz, meta = _data_paths(ctx, name)
+    npz, meta = data_paths(ctx, name)
     npz.parent.mkdir(parents=True, exist_ok=True)
     np.savez(npz, **{k: np.asarray(v) for k, v in data.items()})
     meta.write_text(
@@ -155,7 +177,7 @@ def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
 
 def load_data(ctx: Context, name: str) -> dict:
     """The data saved by the last :func:`save_data` of this figure (``ValueError`` if none)."""
-    npz, _ = _data_paths(ctx, name)
+    npz, _ = data_paths(ctx, name)
     if not npz.exists():
         raise ValueError(
             f"no saved data for figure {name!r} in {npz.parent}; run it once without --redraw."

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import jax
 
-from ._common import Context, FigureSpec, load_data, save_data, save_figure
+from ._common import (
+    Context,
+    FigureSpec,
+    check_folder,
+    data_paths,
+    load_data,
+    save_data,
+    save_figure,
+)
 from ._maps import DEPTH, LESAM
 from ._maps import FIGURES as _MAPS
 from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
@@ -35,12 +43,12 @@ def make(
         quick: the small smoke version (CI, tests); saved apart from the full data.
         redraw: draw from the data saved by the last run in ``cache``, solving nothing.
         progress: print progress and show progress bars.
+
+    Raises:
+        ValueError: before anything is computed, as :func:`check_paths`.
     """
-    names = list(FIGURES) if not names else list(names)
-    unknown = [n for n in names if n not in FIGURES]
-    if unknown:
-        raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}.")
-    ctx = Context(out=Path(out), cache=Path(cache), quick=quick, progress=progress)
+    ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
+    ctx.progress = progress
     if not redraw and not jax.config.jax_compilation_cache_dir:
         # Reuse compiled solvers across runs (most of a quick run is compilation).
         jax.config.update("jax_compilation_cache_dir", str(ctx.cache / "jax-cache"))
@@ -60,3 +68,28 @@ def make(
         if progress:
             print(f"[{name}] {time.perf_counter() - t0:.1f} s -> {written[name][1]}", flush=True)
     return written
+
+
+def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False):
+    """Check the figure names and the folders of a run before anything is computed.
+
+    ``out`` must be a folder or creatable as one (it is created); ``cache`` too, and
+    with ``redraw`` it must already hold the saved data of every figure in ``names``.
+    Returns ``(Context, names)``; raises ``ValueError`` with a one-line message that
+    names the option (``--out``, ``--cache``) otherwise.
+    """
+    names = list(FIGURES) if not names else list(names)
+    unknown = [n for n in names if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}.")
+    ctx = Context(out=Path(out), cache=Path(cache), quick=quick)
+    check_folder("--cache", ctx.cache, create=not redraw)
+    if redraw:
+        missing = [n for n in names if not data_paths(ctx, n)[0].is_file()]
+        if missing:
+            raise ValueError(
+                f"--redraw: no saved {'quick ' if quick else ''}data for figure(s) "
+                f"{', '.join(missing)} in {ctx.cache / 'data'}; run them once without --redraw."
+            )
+    check_folder("--out", ctx.out, create=True)
+    return ctx, names

@@ -16,8 +16,18 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
 import jax
 import jax.numpy as jnp
 
-from ._methods import AbstractMethod
-from ._problem import Dataset, loss_derivative, margins, objective
+from ._methods import AbstractMethod, check_method
+from ._problem import (
+    Dataset,
+    beta,
+    check_data,
+    check_loss,
+    check_theta,
+    loss_derivative,
+    margins,
+    objective,
+)
+from ._validate import check_scalar, is_traced
 
 _grad_objective = jax.grad(objective)
 
@@ -29,14 +39,52 @@ def _margin(theta, data: Dataset):
 _grad_margin = jax.grad(_margin)
 
 
+def _check_field_args(method, data, loss, theta, t, rescaled: bool):
+    """The checks of :func:`velocity` and :func:`rescaled_velocity` (trace-safe).
+
+    Types, the loss name, the shape of ``theta`` and the number of examples are
+    static, so they are checked under ``jit``/``vmap`` too; the values of ``theta``
+    and ``t`` (finite) only when they are concrete. Traced values are not guarded
+    here: the solvers evaluate the field at every state and report a non-finite
+    one with status ``nonfinite``, and one bad point of a ``vmap`` must not stop
+    the others.
+    """
+    check_method(method)
+    check_data(data)
+    check_loss(loss)
+    if rescaled and data.n != 1:
+        raise ValueError(
+            "`data` must be a single example (n = 1) for the rescaled flow: with n > 1 there "
+            f"is no common loss factor to divide out; got n = {data.n}."
+        )
+    theta = check_theta(theta, data, "theta")
+    if not is_traced(t):
+        check_scalar("t", t)
+    return theta
+
+
 def velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
     r"""Flow field :math:`v(\theta)=-\nabla\mathcal L(\hat\theta)`.
 
     Here :math:`\hat\theta=\theta+\varepsilon(\theta,\nabla\mathcal L(\theta))`.
+
+    Arguments:
+        method: a flows method; data: a :class:`Dataset`; loss: a loss name;
+        theta: shape ``(L, d)``, finite; t: the time (LE-SAM schedules read it).
+
+    Concrete arguments are validated (``ValueError`` naming the argument; NaN or
+    inf in ``theta`` is refused rather than returned as a NaN field).
+
+    >>> import flows, numpy as np
+    >>> data = flows.single_example([1.0, 2.0])
+    >>> # L = 1, GD: v = -ℓ'(⟨μ, θ⟩) μ = μ / (1 + e^3) at θ = (1, 1)
+    >>> theta = flows.balanced_init(1.0, depth=1, d=2)
+    >>> v = flows.velocity(flows.GD(), data, "logistic", theta)
+    >>> bool(np.allclose(v, [[1.0, 2.0]] / (1 + np.exp(3.0)), rtol=1e-14, atol=0))
+    True
     """
-    g = _grad_objective(theta, data, loss)
-    theta_hat = theta + method.perturbation(theta, g, t)
-    return -_grad_objective(theta_hat, data, loss)
+    theta = _check_field_args(method, data, loss, theta, t, rescaled=False)
+    return _velocity(method, data, loss, theta, t)
 
 
 def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
@@ -45,7 +93,28 @@ def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t
     The perturbation receives :math:`g=\nabla\mathcal L(\theta)` factored as
     ``grad_scale * grad`` with ``grad = -∇m(θ)`` and ``grad_scale = -ℓ'(m(θ))``, so
     the direction stays exact when :math:`\ell'` underflows at large margins.
+    ``data`` must hold one example (``ValueError`` otherwise, as in
+    :func:`flows.solve`); the other arguments are validated as in :func:`velocity`.
+
+    >>> import flows
+    >>> data = flows.single_example([1.0, 2.0])
+    >>> theta = flows.balanced_init(0.5, depth=2, d=2)  # GD: v = ∇m = (μ w⁽²⁾, μ w⁽¹⁾)
+    >>> flows.rescaled_velocity(flows.GD(), data, "logistic", theta).tolist()
+    [[0.5, 1.0], [0.5, 1.0]]
     """
+    theta = _check_field_args(method, data, loss, theta, t, rescaled=True)
+    return _rescaled_velocity(method, data, loss, theta, t)
+
+
+def _velocity(method, data, loss, theta, t=0.0):
+    """:func:`velocity` without the checks (the solvers' and the discrete update's field)."""
+    g = _grad_objective(theta, data, loss)
+    theta_hat = theta + method.perturbation(theta, g, t)
+    return -_grad_objective(theta_hat, data, loss)
+
+
+def _rescaled_velocity(method, data, loss, theta, t=0.0):
+    """:func:`rescaled_velocity` without the checks (``data.n == 1`` is the caller's)."""
     grad_m = _grad_margin(theta, data)
     scale = -loss_derivative(loss, _margin(theta, data)) / data.n  # n == 1
     theta_hat = theta + method.perturbation(theta, -grad_m, t, grad_scale=scale)
@@ -53,8 +122,8 @@ def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t
 
 
 def field(method: AbstractMethod, data: Dataset, loss: str, rescaled: bool):
-    """The vector field ``f(t, theta)`` of the flow or of the rescaled flow."""
-    v = rescaled_velocity if rescaled else velocity
+    """The vector field ``f(t, theta)`` of the flow or of the rescaled flow (unchecked)."""
+    v = _rescaled_velocity if rescaled else _velocity
 
     def f(t, theta):
         return v(method, data, loss, theta, t)
@@ -64,9 +133,14 @@ def field(method: AbstractMethod, data: Dataset, loss: str, rescaled: bool):
 
 def euler_step(method: AbstractMethod, data: Dataset, loss: str, theta, lr, k):
     r"""One discrete update :math:`\theta+\eta\,v(\theta)` at step ``k`` (time :math:`k\eta`)."""
-    return theta + lr * velocity(method, data, loss, theta, k * lr)
+    return theta + lr * _velocity(method, data, loss, theta, k * lr)
 
 
 def is_finite(theta):
     """True when every entry of ``theta`` is finite."""
     return jnp.all(jnp.isfinite(theta))
+
+
+def is_representable(theta):
+    r"""True when :math:`\theta` and :math:`\beta(\theta)` are finite (β can overflow alone)."""
+    return is_finite(theta) & jnp.all(jnp.isfinite(beta(theta)))

@@ -4,9 +4,9 @@ import equinox as eqx
 import jax.numpy as jnp
 from jax import lax
 
-from ._dynamics import euler_step, is_finite
-from ._methods import AbstractMethod
-from ._problem import Dataset, check_loss, check_theta
+from ._dynamics import euler_step, is_representable
+from ._methods import AbstractMethod, check_method
+from ._problem import Dataset, check_data, check_loss, check_theta
 from ._trajectory import Status, Trajectory, make_trajectory
 from ._validate import check_int, check_scalar
 
@@ -39,7 +39,10 @@ def iterate(
 
     Returns:
         A :class:`Trajectory` with ``ts = k * lr`` for ``k = 0, every, ..., steps``;
-        ``status`` is ``ok``, or ``nonfinite`` if the iterates overflowed.
+        ``status`` is ``ok``, or ``nonfinite`` if any iterate (saved or not) had a
+        non-finite :math:`\theta` or :math:`\beta(\theta)`: β can overflow while every
+        weight is finite (a huge ``lr``), and the margins, the loss and the
+        gradient are then no longer the true ones.
 
     >>> import flows
     >>> data = flows.single_example([1.0, 2.0])
@@ -47,10 +50,8 @@ def iterate(
     >>> flows.iterate(flows.GD(), data, theta0, lr=0.1, steps=10, every=5).ts.tolist()
     [0.0, 0.5, 1.0]
     """
-    if not isinstance(method, AbstractMethod):
-        raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    check_method(method)
+    check_data(data)
     theta0 = check_theta(theta0, data)
     loss = check_loss(loss)
     lr = check_scalar("lr", lr, positive=True)
@@ -64,16 +65,21 @@ def iterate(
 @eqx.filter_jit
 def _iterate(method, data, theta0, lr, *, steps, every, loss):
     def chunk(carry, _):
-        theta, k = carry
-        theta = lax.fori_loop(
-            0, every, lambda i, th: euler_step(method, data, loss, th, lr, k + i), theta
-        )
-        return (theta, k + every), theta
+        theta, k, ok = carry
 
-    (theta_end, _), saved = lax.scan(chunk, (theta0, 0), None, length=steps // every)
+        def step(i, state):
+            theta, ok = state
+            theta = euler_step(method, data, loss, theta, lr, k + i)
+            return theta, ok & is_representable(theta)
+
+        theta, ok = lax.fori_loop(0, every, step, (theta, ok))
+        return (theta, k + every, ok), theta
+
+    ok0 = is_representable(theta0)
+    (theta_end, _, ok), saved = lax.scan(chunk, (theta0, 0, ok0), None, length=steps // every)
     thetas = jnp.concatenate([theta0[None], saved])
     ts = jnp.arange(steps // every + 1) * (every * lr)
-    status = jnp.where(is_finite(theta_end), Status.OK, Status.NONFINITE)
+    status = jnp.where(ok, Status.OK, Status.NONFINITE)
     return make_trajectory(
         ts,
         thetas,

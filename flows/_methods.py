@@ -20,13 +20,32 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from ._validate import check_scalar
+from ._validate import WrongTypeError, check_scalar, check_type
 
 
 def _unit(g, axis=None):
-    """``g / ‖g‖₂`` (over ``axis``), defined as 0 where ``g = 0``."""
-    norm = jnp.sqrt(jnp.sum(g * g, axis=axis, keepdims=axis is not None))
-    return g / jnp.where(norm > 0, norm, 1.0), norm
+    """``(g / ‖g‖₂, ‖g‖₂)`` over ``axis``, the direction defined as 0 where ``g = 0``.
+
+    The norm is scaled, ``‖g‖ = s·‖g/s‖`` with ``s = max|g|``, so that squaring
+    neither underflows (``|g| ~ 1e-300`` would give ``‖g‖ = 0`` and an unnormalised
+    direction) nor overflows (``|g| ~ 1e200``): the direction is exact at every
+    magnitude, and ``‖g‖`` is inf only where it exceeds the float64 range (issue 15).
+    The scale is a constant for autodiff (``stop_gradient``), so derivatives are
+    those of ``‖g‖`` itself.
+    """
+    keep = axis is not None
+    s = jax.lax.stop_gradient(jnp.max(jnp.abs(g), axis=axis, keepdims=True))
+    s = jnp.where(s == 0, 1.0, s)  # g = 0; a NaN or inf in g makes the whole direction NaN
+    scaled = g / s
+    root = jnp.sqrt(jnp.sum(scaled * scaled, axis=axis, keepdims=True))
+    unit = scaled / jnp.where(root == 0, 1.0, root)
+    norm = s * root
+    return unit, norm if keep else norm.reshape(())
+
+
+def check_method(method) -> "AbstractMethod":
+    """Return ``method`` if it is a flows method, else raise :class:`WrongTypeError`."""
+    return check_type("method", method, AbstractMethod, "a flows method such as flows.L2SAM(0.1)")
 
 
 class AbstractMethod(eqx.Module):
@@ -86,7 +105,7 @@ class L2SAM(AbstractMethod):
     def __init__(self, rho, per_layer: bool = False):
         self.rho = check_scalar("rho", rho, nonnegative=True)
         if not isinstance(per_layer, bool):
-            raise ValueError(f"`per_layer` must be True or False; got {per_layer!r}.")
+            raise WrongTypeError(f"`per_layer` must be True or False; got {per_layer!r}.")
         self.per_layer = per_layer
 
     def perturbation(self, theta, grad, t, grad_scale=1.0):
@@ -171,7 +190,16 @@ class LESAM(AbstractMethod):
     scale_free: ClassVar[bool] = False
 
     def __init__(self, sigma, rho_max, eps=1e-12):
-        self.sigma = sigma if callable(sigma) else check_scalar("sigma", sigma, nonnegative=True)
+        if callable(sigma):
+            self.sigma = sigma
+        else:
+            try:
+                self.sigma = check_scalar("sigma", sigma, nonnegative=True)
+            except WrongTypeError:
+                raise WrongTypeError(
+                    "`sigma` must be a finite real number >= 0 or a schedule sigma(t) "
+                    f"(a callable); got {sigma!r}."
+                ) from None
         self.rho_max = check_scalar("rho_max", rho_max, nonnegative=True)
         self.eps = check_scalar("eps", eps, positive=True)
 

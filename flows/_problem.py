@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._config import as_float64
-from ._validate import check_finite, check_int, check_scalar, is_traced
+from ._validate import as_array, check_finite, check_int, check_scalar, check_type, is_traced
 
 # --- losses ---------------------------------------------------------------------
 # Each loss is written once, as ℓ(z); its derivative ℓ'(z) comes from autodiff.
@@ -27,20 +26,20 @@ _LOSSES = {
 
 def check_loss(loss: str) -> str:
     """Return ``loss`` if it names a known loss, else raise ``ValueError``."""
-    if loss not in _LOSSES:
+    if not isinstance(loss, str) or loss not in _LOSSES:
         raise ValueError(f"`loss` must be one of {sorted(_LOSSES)}; got {loss!r}.")
     return loss
 
 
 def loss_fn(loss: str, z):
     r""":math:`\ell(z)` elementwise, for ``loss`` in ``{"logistic", "exponential"}``."""
-    return _LOSSES[check_loss(loss)](z)
+    return _LOSSES[check_loss(loss)](as_array("z", z))
 
 
 def loss_derivative(loss: str, z):
     r""":math:`\ell'(z)` elementwise (negative for both losses)."""
     scalar = jax.grad(_LOSSES[check_loss(loss)])
-    return jnp.vectorize(scalar)(z)
+    return jnp.vectorize(scalar)(as_array("z", z))
 
 
 # --- data -----------------------------------------------------------------------
@@ -65,8 +64,8 @@ class Dataset(eqx.Module):
     y: jax.Array  # (n,)
 
     def __init__(self, X, y):
-        X = as_float64(X)
-        y = as_float64(y)
+        X = as_array("X", X, "an (n, d) array of real numbers")
+        y = as_array("y", y, "an (n,) array of labels +1 and -1")
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
             raise ValueError(f"`X` must have shape (n, d) with n, d >= 1; got shape {X.shape}.")
         if y.shape != (X.shape[0],):
@@ -102,7 +101,7 @@ def single_example(mu) -> Dataset:
     >>> flows.single_example([1.0, 2.0, 3.0]).X.shape
     (1, 3)
     """
-    mu = as_float64(mu)
+    mu = as_array("mu", mu, "a 1-D array of real numbers")
     if mu.ndim != 1 or mu.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {mu.shape}.")
     check_finite("mu", mu)
@@ -126,11 +125,12 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
     [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]]
     """
     depth = check_int("depth", depth, minimum=1)
-    alpha = as_float64(alpha)
+    if d is not None:
+        d = check_int("d", d, minimum=1)
+    alpha = as_array("alpha", alpha, "a scalar > 0 or a (d,) array of numbers > 0")
     if alpha.ndim == 0:
         if d is None:
             raise ValueError("`d` is required when `alpha` is a scalar.")
-        d = check_int("d", d, minimum=1)
         alpha = check_scalar("alpha", alpha, positive=True)
     elif alpha.ndim == 1:
         if d is not None and d != alpha.shape[0]:
@@ -143,14 +143,28 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
     return jnp.broadcast_to(alpha, (depth, d))
 
 
-def check_theta(theta, data: Dataset, name: str = "theta0") -> jax.Array:
-    """Validate a parameter array against ``data``: shape ``(L, d)``, finite, float64."""
-    theta = as_float64(theta)
+def check_data(data) -> "Dataset":
+    """Return ``data`` if it is a :class:`Dataset`, else raise :class:`WrongTypeError`."""
+    return check_type("data", data, Dataset, "a flows.Dataset, e.g. flows.single_example(mu)")
+
+
+def theta_array(theta, data: Dataset, name: str = "theta") -> jax.Array:
+    """``theta`` as a float64 array of shape ``(L, d)`` matching ``data`` (values unchecked).
+
+    The shape is static, so this check also runs under ``jit``/``vmap``.
+    """
+    theta = as_array(name, theta, f"an (L, d) = (L, {data.d}) array of real numbers")
     if theta.ndim != 2 or theta.shape[0] < 1 or theta.shape[1] != data.d:
         raise ValueError(
             f"`{name}` must have shape (L, d) = (L, {data.d}) with depth L >= 1; "
             f"got shape {theta.shape}."
         )
+    return theta
+
+
+def check_theta(theta, data: Dataset, name: str = "theta0") -> jax.Array:
+    """Validate a parameter array against ``data``: shape ``(L, d)``, finite, float64."""
+    theta = theta_array(theta, check_data(data), name)
     check_finite(name, theta)
     return theta
 
@@ -159,15 +173,25 @@ def check_theta(theta, data: Dataset, name: str = "theta0") -> jax.Array:
 
 
 def beta(theta):
-    r""":math:`\beta=\prod_l w^{(l)}`: shape ``(..., L, d) -> (..., d)``."""
+    r""":math:`\beta=\prod_l w^{(l)}`: shape ``(..., L, d) -> (..., d)``.
+
+    Values are not checked (NaN in, NaN out: trajectories mark unreached times
+    with NaN); the shape must have at least two axes, ``(L, d)``.
+    """
+    theta = as_array("theta", theta, "an array of shape (..., L, d) of real numbers")
+    if theta.ndim < 2 or theta.shape[-2] < 1:
+        raise ValueError(
+            f"`theta` must have shape (..., L, d) with L >= 1; got shape {theta.shape}."
+        )
     return jnp.prod(theta, axis=-2)
 
 
 def margins(theta, data: Dataset):
-    r""":math:`y_i\langle\beta(\theta),x_i\rangle`, shape ``(n,)``."""
+    r""":math:`y_i\langle\beta(\theta),x_i\rangle`, shape ``(n,)``, for one ``theta`` ``(L, d)``."""
+    theta = theta_array(theta, check_data(data))
     return data.y * (data.X @ beta(theta))
 
 
 def objective(theta, data: Dataset, loss: str = "logistic"):
     r""":math:`\mathcal L(\theta)=\frac1n\sum_i\ell(y_i\langle\beta(\theta),x_i\rangle)`."""
-    return jnp.mean(loss_fn(loss, margins(theta, data)))
+    return jnp.mean(loss_fn(check_loss(loss), margins(theta, data)))

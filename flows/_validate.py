@@ -2,20 +2,62 @@
 
 Every public entry point checks the values it is given when they are concrete
 (Python numbers or NumPy/JAX arrays) and raises a ``ValueError`` naming the
-argument. Traced values (inside ``jax.jit``/``jax.vmap``) cannot be inspected
-eagerly: they are guarded with :func:`equinox.error_if` instead, which raises a
-checked runtime error, never a silent NaN.
+argument and what is accepted. A value of the wrong type (a string, ``None``, an
+object that is not a number or an array of numbers) raises :class:`WrongTypeError`,
+which is both a ``TypeError`` and a ``ValueError`` (after NumPy's ``AxisError``),
+so that either ``except`` clause catches it. Traced values (inside
+``jax.jit``/``jax.vmap``) cannot be inspected eagerly: their shapes are still
+checked, and their values are guarded with :func:`equinox.error_if` where a
+checked runtime error is wanted, never with a Python ``if`` on a tracer.
 """
+
+import numbers
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._config import as_float64
+
+
+class WrongTypeError(TypeError, ValueError):
+    """An argument of the wrong type; a ``TypeError`` and, for old callers, a ``ValueError``."""
+
 
 def is_traced(x) -> bool:
     """True when any leaf of ``x`` is a JAX tracer (value unknown at trace time)."""
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
+
+
+def as_array(name: str, x, what: str = "a real number or an array of real numbers"):
+    """Convert ``x`` to a float64 JAX array, or raise an error naming ``name``.
+
+    A ragged nested sequence raises ``ValueError``; a string, ``None``, a complex
+    number or any other object that is not real-valued raises :class:`WrongTypeError`.
+    Traced values are converted as they are (their dtype is already numeric).
+    """
+    if is_traced(x):
+        return as_float64(x)
+    if x is None or isinstance(x, (str, bytes)):
+        raise WrongTypeError(f"`{name}` must be {what}; got {x!r}.")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged lists ("inhomogeneous shape")
+        raise ValueError(f"`{name}` must be {what} (a rectangular array); got {x!r}.") from err
+    if arr.dtype.kind == "O" and all(isinstance(e, numbers.Real) for e in arr.flat):
+        arr = arr.astype(np.float64)  # an object array of numbers (None would become NaN)
+    if arr.dtype.kind not in "biuf":
+        raise WrongTypeError(f"`{name}` must be {what}; got {x!r} (dtype {arr.dtype}).")
+    return as_float64(arr)
+
+
+def check_type(name: str, x, cls, accepted: str):
+    """Return ``x`` if it is an instance of ``cls``, else raise :class:`WrongTypeError`."""
+    if not isinstance(x, cls):
+        shown = repr(x) if len(repr(x)) <= 80 else type(x).__name__
+        raise WrongTypeError(f"`{name}` must be {accepted}; got {shown}.")
+    return x
 
 
 def check_finite(name: str, x) -> None:
@@ -27,14 +69,15 @@ def check_finite(name: str, x) -> None:
 def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = False):
     """Check a real scalar parameter; return it as a float64 array.
 
-    Concrete values are checked eagerly (finite, scalar, and the sign constraint);
-    traced values get an :func:`equinox.error_if` guard with the same message.
+    Concrete values are checked eagerly (a real number, finite, scalar, and the
+    sign constraint); traced values get an :func:`equinox.error_if` guard with
+    the same message.
     """
-    arr = jnp.asarray(x, dtype=jnp.float64)
+    what = "a finite real number" + (" > 0" if positive else " >= 0" if nonnegative else "")
+    message = f"`{name}` must be {what}"
+    arr = as_array(name, x, what=what)
     if arr.ndim != 0:
         raise ValueError(f"`{name}` must be a real scalar; got shape {arr.shape}.")
-    bound = "> 0" if positive else ">= 0" if nonnegative else "finite"
-    message = f"`{name}` must be finite and {bound}"
     bad = ~jnp.isfinite(arr)
     if positive:
         bad = bad | (arr <= 0)
@@ -50,7 +93,7 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
 def check_int(name: str, x, *, minimum: int) -> int:
     """Check a static integer parameter (depth, step counts)."""
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise ValueError(f"`{name}` must be a Python integer >= {minimum}; got {x!r}.")
+        raise WrongTypeError(f"`{name}` must be a Python integer >= {minimum}; got {x!r}.")
     if x < minimum:
         raise ValueError(f"`{name}` must be an integer >= {minimum}; got {x!r}.")
     return int(x)

@@ -106,3 +106,120 @@ def test_scipy_backend_refuses_tracers():
                 ).status
             )
         )(0.5)
+
+
+# --- issue 15: the argument is named, and a wrong type is a TypeError ---------------------
+
+DATA3 = flows.single_example([1.0, 2.0, 3.0])
+THETA3 = flows.balanced_init(0.5, 2, 3)
+TWO = flows.Dataset([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]], [1, -1])
+
+
+@pytest.mark.parametrize(
+    "call, error, name",
+    [
+        (lambda: flows.balanced_init([0.5, 0.5], 2, d="2"), TypeError, "`d`"),
+        (lambda: flows.balanced_init("a", 2, d=2), TypeError, "`alpha`"),
+        (lambda: flows.Dataset([["a", "b"]], [1]), TypeError, "`X`"),
+        (lambda: flows.Dataset(None, [1]), TypeError, "`X`"),
+        (lambda: flows.Dataset([[1.0, 2.0], [3.0]], [1, 1]), ValueError, "`X`"),
+        (lambda: flows.Dataset([[1.0, 2.0]], ["a"]), TypeError, "`y`"),
+        (lambda: flows.Dataset([[1.0, 2.0]], None), TypeError, "`y`"),
+        (lambda: flows.single_example("abc"), TypeError, "`mu`"),
+        (lambda: flows.single_example([1.0, None]), TypeError, "`mu`"),
+        (lambda: flows.L2SAM(None), TypeError, "`rho`"),
+        (lambda: flows.L2SAM(1 + 2j), TypeError, "`rho`"),
+        (lambda: flows.LinfSAM(0.1, delta="x"), TypeError, "`delta`"),
+        (lambda: flows.LESAM("abc", 0.3), TypeError, "`sigma`"),
+        (lambda: flows.LESAM(0.3, None), TypeError, "`rho_max`"),
+        (
+            lambda: flows.velocity(flows.GD(), DATA3, "logistic", THETA3 * np.nan),
+            ValueError,
+            "`theta`",
+        ),
+        (lambda: flows.velocity(flows.GD(), DATA3, "logistic", THETA3[0]), ValueError, "`theta`"),
+        (
+            lambda: flows.velocity(flows.GD(), DATA3, "logistic", THETA3[:, :2]),
+            ValueError,
+            "`theta`",
+        ),
+        (lambda: flows.velocity(flows.GD(), DATA3, "logistic", "abc"), TypeError, "`theta`"),
+        (lambda: flows.velocity("gd", DATA3, "logistic", THETA3), TypeError, "`method`"),
+        (
+            lambda: flows.velocity(flows.GD(), (DATA3.X, DATA3.y), "logistic", THETA3),
+            TypeError,
+            "`data`",
+        ),
+        (lambda: flows.velocity(flows.GD(), DATA3, "mse", THETA3), ValueError, "`loss`"),
+        (lambda: flows.velocity(flows.GD(), DATA3, ["logistic"], THETA3), ValueError, "`loss`"),
+        (
+            lambda: flows.velocity(flows.GD(), DATA3, "logistic", THETA3, t=np.nan),
+            ValueError,
+            "`t`",
+        ),
+        (
+            lambda: flows.rescaled_velocity(flows.GD(), TWO, "logistic", THETA3),
+            ValueError,
+            "`data`",
+        ),
+        (
+            lambda: flows.rescaled_velocity(flows.GD(), DATA3, "logistic", THETA3 * np.inf),
+            ValueError,
+            "`theta`",
+        ),
+        (lambda: flows.objective(THETA3[0], DATA3), ValueError, "`theta`"),
+        (lambda: flows.objective(THETA3, "data"), TypeError, "`data`"),
+        (lambda: flows.objective(THETA3, DATA3, loss="hinge"), ValueError, "`loss`"),
+        (lambda: flows.margins(THETA3[:, :2], DATA3), ValueError, "`theta`"),
+        (lambda: flows.margins(THETA3[None], DATA3), ValueError, "`theta`"),
+        (lambda: flows.margins(THETA3, None), TypeError, "`data`"),
+        (lambda: flows.beta([1.0, 2.0]), ValueError, "`theta`"),
+        (lambda: flows.beta("abc"), TypeError, "`theta`"),
+        (lambda: flows.loss_fn("logistic", "a"), TypeError, "`z`"),
+        (lambda: flows.loss_derivative("hinge", 1.0), ValueError, "`loss`"),
+        (lambda: flows.iterate("gd", DATA3, THETA3, lr=0.1, steps=1), TypeError, "`method`"),
+        (lambda: flows.iterate(flows.GD(), None, THETA3, lr=0.1, steps=1), TypeError, "`data`"),
+        (lambda: flows.iterate(flows.GD(), DATA3, THETA3, lr="a", steps=1), TypeError, "`lr`"),
+        (lambda: flows.iterate(flows.GD(), DATA3, THETA3, lr=0.1, steps=2.0), TypeError, "`steps`"),
+    ],
+)
+def test_issue15_bad_input_names_the_argument(call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+
+
+def test_wrong_type_errors_are_also_value_errors():
+    """Old callers catch ValueError; the wrong-type error is both (as numpy's AxisError)."""
+    with pytest.raises(ValueError, match="`rho`"):
+        flows.L2SAM(None)
+
+
+def test_velocity_stays_traceable():
+    """The checks are static or skipped for tracers: jit and vmap still work."""
+    v = flows.velocity(flows.L2SAM(0.3), DATA3, "logistic", THETA3)
+    jitted = jax.jit(lambda th: flows.velocity(flows.L2SAM(0.3), DATA3, "logistic", th))
+    np.testing.assert_allclose(jitted(THETA3), v, rtol=1e-14)
+    batch = jax.vmap(
+        lambda a: flows.rescaled_velocity(
+            flows.GD(), DATA3, "logistic", flows.balanced_init(a, 2, 3)
+        )
+    )(np.array([0.5, 1.0]))
+    # GD, L = 2, balanced start α: ∇m = (μ α, μ α) on both layers
+    np.testing.assert_allclose(batch[:, 0], np.array([0.5, 1.0])[:, None] * [1.0, 2.0, 3.0])
+
+
+def test_iterate_reports_overflowing_beta_as_nonfinite():
+    """lr = 1e300: one step sends w to ~1e299 (finite) and β = w² to inf (issue 15)."""
+    traj = flows.iterate(flows.GD(), DATA3, THETA3, lr=1e300, steps=10)
+    assert np.all(np.isfinite(np.asarray(traj.theta_end)))  # the weights alone are finite
+    assert not np.all(np.isfinite(np.asarray(traj.beta[-1])))
+    assert traj.status_name == "nonfinite"
+    assert flows.iterate(flows.GD(), DATA3, THETA3, lr=0.1, steps=10).status_name == "ok"
+
+
+def test_object_arrays_of_numbers_are_accepted():
+    """An object array of numbers converts (None in it is refused, not turned into NaN)."""
+    data = flows.single_example(np.array([1, 2], dtype=object))
+    assert np.asarray(data.X).tolist() == [[1.0, 2.0]]
+    with pytest.raises(TypeError, match="`mu`"):
+        flows.single_example(np.array([1, None], dtype=object))

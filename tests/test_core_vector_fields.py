@@ -95,3 +95,46 @@ def test_rescaled_direction_survives_underflow():
     got = np.asarray(flows.rescaled_velocity(flows.L2SAM(0.5), data, "logistic", theta))
     w_hat = 30.0 - 0.5 / np.sqrt(2) * np.array([1.0, 2.0]) / np.sqrt(5.0)  # ε ∝ -(μ⊙w)
     np.testing.assert_allclose(got, np.array([[1.0, 2.0], [1.0, 2.0]]) * w_hat, rtol=1e-13)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-150, 1.0, 1e150, 1e200, 1e300])
+def test_l2_direction_exact_at_every_magnitude(scale):
+    """g = scale·(3, 4; 0, 12): ‖g‖ = 13·scale, so ε = ρ (3, 4; 0, 12)/13 at any scale.
+
+    Squaring g underflows below ~1e-154 and overflows above ~1e154 (issue 15).
+    """
+    g = scale * np.array([[3.0, 4.0], [0.0, 12.0]])
+    theta = np.ones((2, 2))
+    expected = 0.5 * np.array([[3.0, 4.0], [0.0, 12.0]]) / 13.0
+    eps = flows.L2SAM(0.5).perturbation(theta, g, 0.0)
+    np.testing.assert_allclose(eps, expected, rtol=1e-15)
+    per_layer = flows.L2SAM(0.5, per_layer=True).perturbation(theta, g, 0.0)
+    np.testing.assert_allclose(per_layer, 0.5 * np.array([[0.6, 0.8], [0.0, 1.0]]), rtol=1e-15)
+    # LE-SAM: ρ_t = min(σ / (‖g‖ + ϱ), ρ_max) with ‖g‖ = 13·scale
+    lesam = flows.LESAM(0.35, 0.3).perturbation(theta, g, 0.0)
+    rho_t = min(0.35 / (13.0 * scale + 1e-12), 0.3)
+    np.testing.assert_allclose(lesam, rho_t * expected / 0.5, rtol=1e-14)
+
+
+def test_l2_direction_is_zero_at_zero_gradient_and_nan_at_nan():
+    theta = np.ones((1, 2))
+    assert np.all(np.asarray(flows.L2SAM(0.5).perturbation(theta, np.zeros((1, 2)), 0.0)) == 0)
+    nan = flows.L2SAM(0.5).perturbation(theta, np.array([[np.nan, 1.0]]), 0.0)
+    assert np.all(np.isnan(np.asarray(nan)))
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_rescaled_l2sam_field_at_extreme_scales_matches_closed_form(scale):
+    """science.md §5, L = 2 balanced: dw_j/dτ = μ_j w_j (1 − ρ μ_j / (√2 ‖μ⊙w‖)).
+
+    With w = scale·a and ρ = scale·r the field is scale·(the field at a, r): the
+    ℓ2 direction must not be lost to underflow or overflow of ‖g‖².
+    """
+    mu, a, r = np.array([1.0, 2.0, 3.0]), 0.4, 1.0
+    w = scale * a * np.ones(3)
+    theta = np.stack([w, w])
+    v = np.asarray(
+        flows.rescaled_velocity(flows.L2SAM(scale * r), flows.single_example(mu), "logistic", theta)
+    )
+    unit = mu * a * (1 - r * mu / (np.sqrt(2) * a * np.linalg.norm(mu)))  # field at a, r
+    np.testing.assert_allclose(v / scale, np.stack([unit, unit]), rtol=1e-13)

@@ -1,0 +1,23 @@
+"""The argument parser shared by the command lines of ``flows``, ``analysis`` and ``figures``.
+
+A user error on a command line (an unknown flag, a bad value, an output path that
+cannot be written) ends with one line on stderr, ``<prog>: error: <message>``, and
+exit status 2, before any computing is done: no usage block, no traceback.
+"""
+
+import argparse
+import sys
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """:class:`argparse.ArgumentParser` whose errors are one line (``--help`` is unchanged).
+
+    Subparsers made with ``add_subparsers`` are of this class too (argparse's default).
+    """
+
+    def error(self, message: str):
+        """Print ``<prog>: error: <message> (see <prog> --help)`` on one line and exit 2."""
+        message = message.rstrip().rstrip(".")
+        line = " ".join(f"{self.prog}: error: {message} (see {self.prog} --help)".split())
+        print(line, file=sys.stderr)
+        sys.exit(2)

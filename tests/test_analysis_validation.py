@@ -1,0 +1,112 @@
+"""Bad input to analysis/ gets an error naming the argument, before anything is solved (issue 15).
+
+A wrong type is a ``TypeError`` (also a ``ValueError``); a bad value a ``ValueError``.
+The max-margin directions are checked across magnitudes against hand-derived answers.
+"""
+
+import numpy as np
+import pytest
+
+import analysis
+import flows
+
+MU = [1.0, 2.0]
+L2 = flows.L2SAM(1.0)
+
+
+@pytest.fixture(scope="module")
+def traj():
+    """A small discrete trajectory (no dense output), only as a well-typed argument."""
+    data = flows.single_example([1.0, 2.0, 3.0])
+    return flows.iterate(flows.GD(), data, flows.balanced_init(0.5, 2, 3), lr=0.1, steps=2)
+
+
+@pytest.fixture
+def no_solving(monkeypatch):
+    """Fail the test if anything is solved: each call below must fail in its checks."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a bad argument must be refused before any solve")
+
+    monkeypatch.setattr(flows, "solve", forbidden)
+
+
+@pytest.mark.parametrize(
+    "call, error, name",
+    [
+        (lambda: analysis.critical_alpha(L2, MU, solver_rtol=2), ValueError, "`solver_rtol`"),
+        (lambda: analysis.critical_alpha(L2, MU, solver_atol=-1.0), ValueError, "`solver_atol`"),
+        (lambda: analysis.critical_alpha(L2, MU, solver_rtol="a"), TypeError, "`solver_rtol`"),
+        (lambda: analysis.critical_alpha(L2, MU, bracket=(1, 2, 3)), ValueError, "`bracket`"),
+        (lambda: analysis.critical_alpha(L2, MU, bracket=("a", "b")), ValueError, "`bracket`"),
+        (lambda: analysis.critical_alpha(L2, MU, bracket=(0.1, np.inf)), ValueError, "`bracket`"),
+        (lambda: analysis.critical_alpha(L2, MU, bracket=(-1.0, -10.0)), ValueError, "`bracket`"),
+        (lambda: analysis.critical_alpha(L2, "abc"), TypeError, "`mu`"),
+        (lambda: analysis.critical_alpha(L2, [1.0, None]), TypeError, "`mu`"),
+        (lambda: analysis.critical_alpha("l2", MU), TypeError, "`method`"),
+        (lambda: analysis.regime(L2, MU, "big"), TypeError, "`alpha`"),
+        (lambda: analysis.regime(L2, MU, [[0.5, 0.5], [0.5, 0.5]]), ValueError, "`alpha`"),
+        (lambda: analysis.regime_path(L2, MU, 0.5, t1="long"), TypeError, "`t1`"),
+        (lambda: analysis.regime_path(L2, MU, 0.5, depth=2.0), TypeError, "`depth`"),
+        (lambda: analysis.Problem(L2, (1, 2), np.ones((2, 2)), {"t1": 1.0}), TypeError, "`data`"),
+        (
+            lambda: analysis.Problem(None, flows.single_example(MU), np.ones((2, 2)), {"t1": 1.0}),
+            TypeError,
+            "`method`",
+        ),
+        (lambda: analysis.l2sam_thresholds("abc", 1.0), TypeError, "`mu`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], "abc"), TypeError, "`rho`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1 + 2j), TypeError, "`rho`"),
+        (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1.0, per_layer=1), TypeError, "`per_layer`"),
+    ],
+)
+def test_analysis_bad_input_names_the_argument(no_solving, call, error, name):
+    with pytest.raises(error, match=name):
+        call()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        (dict(samples_per_step="a"), TypeError, "`samples_per_step`"),
+        (dict(samples_per_step=2.7), TypeError, "`samples_per_step`"),
+        (dict(samples_per_step=0), ValueError, "`samples_per_step`"),
+        (dict(max_depth=-5), ValueError, "`max_depth`"),
+        (dict(max_depth=1.5), TypeError, "`max_depth`"),
+    ],
+)
+def test_switch_times_counts_are_integers(traj, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        analysis.switch_times(traj, **kwargs)
+
+
+def test_trajectory_functions_name_their_arguments(traj):
+    with pytest.raises(TypeError, match="`traj`"):
+        analysis.dominant_index("not a trajectory")
+    with pytest.raises(TypeError, match="`direction`"):
+        analysis.direction_cosine(traj, "abc")
+    with pytest.raises(TypeError, match="`traj`"):
+        analysis.loss_plateau(None)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-150, 1e-10, 1e10, 1e150, 1e200, 1e300])
+def test_max_margin_at_every_magnitude(scale):
+    """Scaling all x_i by s > 0 scales the max-margin w by 1/s: the direction is unchanged.
+
+    Expected values by hand: z = (1, 2), (1, 0) gives (1, 0) for both p; one example
+    (1, 1) gives (1, 1)/√2 for p = 2.
+    """
+    data = flows.Dataset(scale * np.array([[1.0, 2.0], [-1.0, 0.0]]), [1, -1])
+    np.testing.assert_allclose(analysis.max_margin(data, 2), [1.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(analysis.max_margin(data, 1), [1.0, 0.0], atol=1e-12)
+    single = flows.Dataset([[scale, scale]], [1])
+    np.testing.assert_allclose(analysis.max_margin(single, 2), [2**-0.5, 2**-0.5], rtol=1e-9)
+
+
+def test_max_margin_refuses_rows_beyond_float64_range():
+    """Rows 1e400 apart cannot share one scale: a named error, not 'not separable'."""
+    data = flows.Dataset([[1e200, 1.0], [-1e-200, 1e-200]], [1, 1])
+    with pytest.raises(ValueError, match="magnitude"):
+        analysis.max_margin(data, 2)
+    with pytest.raises(ValueError, match="not linearly separable"):
+        analysis.max_margin(flows.Dataset([[1e200, 0.0], [1e200, 0.0]], [1, -1]), 2)
