@@ -117,3 +117,18 @@ def test_boundary_bad_family(family):
 def test_direct_alpha_needs_two_features():
     with pytest.raises(ValueError, match="mu"):
         analysis.direct_alpha(flows.L2SAM(1.0), [2.0])
+
+
+def test_per_layer_l2sam_alpha_c_between_its_sympy_bounds():
+    # Per-layer ℓ2-SAM, L = 2: the sufficient bounds of analysis.l2sam_thresholds(per_layer=True).
+    bounds = analysis.l2sam_thresholds(MU, 0.3, per_layer=True)
+    b = analysis.critical_alpha(flows.L2SAM(0.3, per_layer=True), MU, rtol=1e-6, full_output=True)
+    assert bounds.all_shrink < b.bracket[0] < b.bracket[1] < bounds.all_grow
+
+
+def test_capped_lesam_is_l2sam_at_rho_max():
+    # LE-SAM with σ/ρ_max far above ‖g‖ near the boundary keeps the cap: ρ_t = ρ_max, i.e. it is
+    # ℓ2-SAM(ρ_max) exactly; by scale invariance its α_c is ρ_max times ℓ2-SAM's α_c at ρ = 1.
+    lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, rtol=1e-8)
+    l2 = analysis.critical_alpha(flows.L2SAM(1.0), MU, rtol=1e-8)
+    assert abs(lesam / (0.2 * l2) - 1) <= 3e-8
