@@ -27,7 +27,7 @@ from ._problem import (
     check_mu,
     check_positive,
 )
-from ._regime import COLLAPSE, SEQUENTIAL, UNDETERMINED, default_escape_tol
+from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED, default_escape_tol
 from ._run import run
 
 KINDS = ("collapse", "direct")
@@ -141,8 +141,9 @@ def boundary(
 ) -> Boundary:
     r"""Where the regime changes along ``family``: :math:`p\mapsto` ``(method, alpha)``.
 
-    ``kind="collapse"``: below the boundary the run collapses, above it escapes (certified:
-    some weight exceeds the perturbation bound, :func:`analysis.certificate`).
+    ``kind="collapse"``: below the boundary the run does not escape (it collapses, or stalls:
+    ℓ∞-SAM at odd :math:`L`), above it escapes (certified: some weight exceeds the perturbation
+    bound, :func:`analysis.certificate`).
     ``kind="direct"``: below, the run collapses or :math:`j^\dagger` visits an index other than
     :math:`\arg\max\mu` (read at :math:`\tau=0^+` by the tie rule and on 257 points of each
     solve's dense output); above, it is settled on :math:`\arg\max\mu` having never left it.
@@ -215,7 +216,7 @@ def boundary(
         rtol=solver_rtol,
         atol=solver_atol,
     )
-    below_codes = (COLLAPSE,) if kind == "collapse" else (COLLAPSE, SEQUENTIAL)
+    below_codes = (COLLAPSE, STALLED) if kind == "collapse" else (COLLAPSE, STALLED, SEQUENTIAL)
 
     def flags(ps):
         pairs = [_check_family(family, float(p), mu.size) for p in ps]

@@ -186,3 +186,20 @@ def invariant_leader(method, theta0, mu, depth: int):
     theta0 = jnp.asarray(theta0)
     balanced = jnp.all(theta0 == theta0[:1])
     return jnp.where(balanced, limit_index(method, mu, theta0[0], depth), -1)
+
+
+def never_escapes(method, theta, depth: int):
+    r"""True when no coordinate can ever escape: exact ℓ∞-SAM at odd :math:`L\ge3` below ρ.
+
+    ℓ∞-SAM's balanced coordinates decouple, :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}` for
+    :math:`w_j>0` (science.md §5), and :math:`w_j=\rho` is an equilibrium of each: from
+    :math:`0\le w_j<\rho` every weight stays below ρ. At odd :math:`L` the field is
+    :math:`\ge0`, so it does not fall to 0 either: the run is *stalled* (bounded, the loss does
+    not vanish). False for every other method and depth (traceable).
+    """
+    if depth < 3 or depth % 2 == 0 or not isinstance(method, flows.LinfSAM):
+        return jnp.asarray(False)
+    if method.delta is not None:
+        return jnp.asarray(False)
+    theta = jnp.asarray(theta)
+    return jnp.all(theta >= 0) & jnp.all(theta < method.rho)

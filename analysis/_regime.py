@@ -17,6 +17,7 @@ from ._certify import (
     certificate,
     invariant_leader,
     keeps_invariant_order,
+    never_escapes,
     perturbation_bound,
     time_scale,
 )
@@ -24,8 +25,8 @@ from ._dominant import _switches
 from ._problem import check_count, check_depth, check_positive, single_example_problem
 
 #: The regime names, indexed by the integer codes of :func:`regime_code` (one table).
-REGIMES = ("collapse", "sequential", "direct", "minor", "undetermined")
-COLLAPSE, SEQUENTIAL, DIRECT, MINOR, UNDETERMINED = range(len(REGIMES))
+REGIMES = ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
+COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = range(len(REGIMES))
 
 #: τ budget of one solve, in units of :func:`analysis._certify.time_scale` (the field's own
 #: time unit, 1/min μ at L = 2), times ``T_GROWTH`` to the number of continuations: a run that
@@ -49,6 +50,9 @@ def regime_code(collapsed, settled, leader, visited_other, target):
       (:math:`\arg\max\mu`) and never visited another index;
     * ``sequential``: settled on ``target`` after visiting another index;
     * ``minor``: settled on another index (a minor feature wins, e.g. ℓ∞-SAM, claim C2);
+    * ``stalled``: certified never to escape nor reach the origin (ℓ∞-SAM at odd :math:`L` with
+      every :math:`\alpha_j<\rho`: each weight creeps up to the equilibrium :math:`\rho`;
+      :func:`analysis._certify.never_escapes`), set by :func:`decide`;
     * ``undetermined``: neither a collapse nor a settled escape within the budget.
 
     Traceable (``jnp.where``), so batches classify with the same rule.
@@ -64,7 +68,18 @@ def regime_code(collapsed, settled, leader, visited_other, target):
     return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
 
 
-def decide(status, escaped, settled, leader, intact, theorem_leader, visited_other, target, need):
+def decide(
+    status,
+    escaped,
+    settled,
+    leader,
+    intact,
+    theorem_leader,
+    visited_other,
+    target,
+    need,
+    stalled=False,
+):
     r"""The regime code of a run once its facts decide it, else -1 (continue the run).
 
     One rule, traceable, for :func:`regime_path` and the phase diagrams (``need="path"``) and the
@@ -73,12 +88,13 @@ def decide(status, escaped, settled, leader, intact, theorem_leader, visited_oth
 
     1. status ``collapsed``: ``collapse``;
     2. status ``nonfinite`` (a solver failure): ``undetermined``;
-    3. the shortcut of ``need`` (reported as ``sequential``);
-    4. a state that has lost the exact flow's order (``intact`` False, from
+    3. ``stalled`` (:func:`analysis._certify.never_escapes`): ``stalled``;
+    4. the shortcut of ``need`` (reported as ``sequential``);
+    5. a state that has lost the exact flow's order (``intact`` False, from
        :func:`analysis._certify.keeps_invariant_order`) takes the leader of the theorem
        (``theorem_leader`` >= 0, :func:`analysis._certify.invariant_leader`) once the escape is
        certified, and is otherwise continued (a collapse does not depend on the order);
-    5. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``.
+    6. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``.
 
     A solve that spent its time or step budget (``ok``, ``max_steps``: e.g. the stiff approach
     to the origin at even :math:`L\ge4`, where the normalised perturbation turns as
@@ -91,6 +107,7 @@ def decide(status, escaped, settled, leader, intact, theorem_leader, visited_oth
         code = jnp.where(escaped, SEQUENTIAL, code)
     elif need == "direct":
         code = jnp.where(visited_other, SEQUENTIAL, code)
+    code = jnp.where(stalled, STALLED, code)
     code = jnp.where(status == flows.Status.NONFINITE, UNDETERMINED, code)
     return jnp.where(status == flows.Status.COLLAPSED, COLLAPSE, code)
 
@@ -227,13 +244,14 @@ def regime_path(
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
         facts = (bool(escaped), bool(settled), int(leader), not lost, lead)
         visited = any(j != target for j in sequence)
-        code = int(decide(int(traj.status), *facts, visited, target, "path"))
+        stalled = bool(never_escapes(problem.method, theta, depth))
+        code = int(decide(int(traj.status), *facts, visited, target, "path", stalled))
         if code >= 0 or restarts >= max_restarts:
             break
         restarts += 1
     if code < 0:
         code = UNDETERMINED
-    elif lost and code != COLLAPSE and sequence[-1] != lead:
+    elif lost and code not in (COLLAPSE, STALLED) and sequence[-1] != lead:
         # Decided by the q-order theorem: the last change, to `lead`, happens in the final
         # blow-up, below the resolution of float64; its time is reported as NaN.
         sequence.append(lead)

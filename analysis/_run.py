@@ -15,10 +15,15 @@ import jax.numpy as jnp
 
 import flows
 
-from ._certify import certificate, invariant_leader, keeps_invariant_order, perturbation_bound
+from ._certify import (
+    certificate,
+    invariant_leader,
+    keeps_invariant_order,
+    perturbation_bound,
+)
 from ._dominant import initial_index, log_abs_beta
 from ._problem import log_growth_rates
-from ._regime import COLLAPSE, UNDETERMINED, budget, decide
+from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide
 
 BISECTIONS = 60
 
@@ -106,7 +111,8 @@ def run(
     code = jnp.where(c["code"] < 0, UNDETERMINED, c["code"])
     # Decided by the q-order theorem: the last change, to `lead`, is in the final blow-up,
     # below the resolution of float64; counted, with time NaN.
-    appended = track & c["lost"] & (code != COLLAPSE) & (code != UNDETERMINED) & (c["last"] != lead)
+    decided_escape = (code != COLLAPSE) & (code != STALLED) & (code != UNDETERMINED)
+    appended = track & c["lost"] & decided_escape & (c["last"] != lead)
     return dict(
         code=code,
         first=first,

@@ -41,12 +41,26 @@ METHOD_COLORS = {
 }
 
 # Regime classes drawn by the maps: the codes of analysis.REGIMES (one definition).
-COLLAPSE, SEQUENTIAL, DIRECT, MINOR, UNDETERMINED = (
+COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = (
     analysis.REGIMES.index(name)
-    for name in ("collapse", "sequential", "direct", "minor", "undetermined")
+    for name in ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
 )
-REGIME_NAMES = ("collapse (R1)", "sequential (R2)", "direct (R3)", "minor wins", "undetermined")
-REGIME_COLORS = (GREY, OKABE_ITO["orange"], OKABE_ITO["blue"], OKABE_ITO["purple"], "#FFFFFF")
+REGIME_NAMES = (
+    "collapse (R1)",
+    "sequential (R2)",
+    "direct (R3)",
+    "minor wins",
+    "stalled",
+    "undetermined",
+)
+REGIME_COLORS = (
+    GREY,
+    OKABE_ITO["orange"],
+    OKABE_ITO["blue"],
+    OKABE_ITO["purple"],
+    OKABE_ITO["sky"],
+    "#FFFFFF",
+)
 
 STYLE = {
     "font.size": 9,

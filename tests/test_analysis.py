@@ -1,10 +1,6 @@
 """Tests of analysis/: every expected value comes from a closed form, a hand derivation,
 or an independent scipy computation, never from the function under test."""
 
-import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import scipy.optimize
@@ -164,23 +160,3 @@ def test_loss_plateau_none_on_steady_decrease_and_bad_band():
     assert analysis.loss_plateau(traj, band=1e-3).duration == 0.0
     with pytest.raises(ValueError, match="band"):
         analysis.loss_plateau(traj, band=0.0)
-
-
-# --- the report -------------------------------------------------------------------------
-
-
-def test_check_cli_quick_json(tmp_path):
-    path = tmp_path / "check.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "analysis", "check", "--quick", "--json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = json.loads(path.read_text())["rows"]
-    assert {r["claim"] for r in rows} == {"C1", "C2", "C3", "C4"}
-    for r in rows:
-        assert set(r) == {"claim", "setting", "prediction", "measurement", "tolerance", "result"}
-        assert r["result"] == "PASS" or r["result"].startswith("WAITING")
-    assert len(proc.stdout.strip().splitlines()) == len(rows) + 2  # header, rows, summary
