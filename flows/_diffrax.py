@@ -2,8 +2,8 @@ r"""The diffrax backend: a smooth flow in one ``diffeqsolve``, a Filippov flow i
 
 Both drivers take ``(field, theta0, ts, t1, options)`` and return a
 :class:`~flows.Trajectory`; they are jit- and vmap-able. The integrated state
-is θ, or :math:`(\theta, c)` with :math:`c=\log(1+t)` for the rescaled flow
-(``flows._dynamics``), so that the trajectory reports both clocks.
+is θ, or θ and the real-time clock for a rescaled flow that carries it
+(``flows._dynamics.Field``), so that the trajectory reports both clocks.
 """
 
 import diffrax
@@ -62,7 +62,7 @@ def solve_smooth(field, theta0, ts, t1, options):
     def condition(t, y, args):
         return jnp.where(is_finite(y), jnp.min(margins_fn(y)), -1.0)
 
-    y0 = initial_state(theta0, field.rescaled)
+    y0 = initial_state(theta0, field.clock)
     term = diffrax.ODETerm(lambda s, y, args: field(s, y))
     sol = _diffeqsolve(term, options.solver, 0.0, t1, y0, None, ts, condition, options)
     s_end, y_end, saved = _final(sol)
@@ -80,10 +80,12 @@ def solve_smooth(field, theta0, ts, t1, options):
         theta_end=theta_of(y_end),
         n_steps=sol.stats["num_steps"],
         n_rejected=sol.stats["num_rejected_steps"],
-        t_real=clock_of(saved, ts),
-        t_real_end=clock_of(y_end, s_end),
+        t_real=clock_of(saved, ts, field.rescaled),
+        t_real_end=clock_of(y_end, s_end, field.rescaled),
         interpolation=(
-            DenseOutput.from_diffrax(sol.interpolation, s_end, y0) if options.dense else None
+            DenseOutput.from_diffrax(sol.interpolation, s_end, y0, field.rescaled)
+            if options.dense
+            else None
         ),
     )
 
@@ -179,7 +181,7 @@ def solve_filippov(system, theta0, ts, t1, options):
             s_end, y_end, mode, saved, code, steps, rejected, switches, t_slide, ambiguous, dense
         )  # fmt: skip
 
-    y0 = initial_state(theta0, system.rescaled)
+    y0 = initial_state(theta0, system.clock)
     mode0 = system.initial_mode(theta0)
     saved0 = jax.tree.map(lambda a: jnp.broadcast_to(a, (ts.shape[0], *a.shape)), y0)
     zero = jnp.zeros((), dtype=jnp.int64)
@@ -193,7 +195,9 @@ def solve_filippov(system, theta0, ts, t1, options):
     interpolation = None
     if options.dense:
         starts, ends, infos, size = dense
-        interpolation = DenseOutput(starts, ends, infos, size, s_end, y0, solver.interpolation_cls)
+        interpolation = DenseOutput(
+            starts, ends, infos, size, s_end, y0, solver.interpolation_cls, system.rescaled
+        )
     return make_trajectory(
         ts,
         theta_of(saved),
@@ -206,8 +210,8 @@ def solve_filippov(system, theta0, ts, t1, options):
         n_rejected=rejected,
         n_switches=switches,
         t_sliding=t_slide,
-        t_real=clock_of(saved, ts),
-        t_real_end=clock_of(y_end, s_end),
+        t_real=clock_of(saved, ts, system.rescaled),
+        t_real_end=clock_of(y_end, s_end, system.rescaled),
         ambiguous=ambiguous,
         interpolation=interpolation,
     )

@@ -10,10 +10,9 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
   :math:`\nabla\mathcal L(\hat\theta)=\ell'(m(\hat\theta))\nabla m(\hat\theta)` and
   :math:`-\ell'>0`, dividing by it gives
   :math:`d\theta/d\tau=\nabla m(\hat\theta)`, the same path on the clock
-  :math:`\tau(t)=\int_0^t-\ell'(m(\hat\theta))\,ds`. The real time is carried along
-  as :math:`c=\log(1+t)`, :math:`dc/d\tau=e^{-\log(-\ell'(m(\hat\theta)))-c}`, which
-  stays finite where :math:`t` itself overflows (logistic: :math:`t\sim e^{m}`), and a
-  schedule :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (issue 11).
+  :math:`\tau(t)=\int_0^t-\ell'(m(\hat\theta))\,ds`. The real time is carried along,
+  :math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))` (:func:`clock_rate`), and a schedule
+  :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (issue 11).
 """
 
 import equinox as eqx
@@ -62,55 +61,77 @@ def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t
     return _rescaled(method, data, loss, theta, t)[0]
 
 
-def clock_rate(loss: str, data: Dataset, theta_hat, c):
-    r""":math:`dc/d\tau` of the real-time clock :math:`c=\log(1+t)` of the rescaled flow.
+# The clock's rate is capped at e^_LOG_RATE_MAX (1.1e13), and past the cap the time is
+# reported as inf. t itself is carried: t = ∫e^{m̂}dτ varies on the scale 1/(dm̂/dτ),
+# so its error control takes O(1) steps per unit of margin while dt/dτ < e^30; a log
+# clock log(1+t) would relax to m̂ at the rate dm̂/dτ instead, stiff near an escape.
+_LOG_RATE_MAX = 30.0
 
-    :math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))`, so
-    :math:`dc/d\tau=\exp(-\log(-\ell'(m(\hat\theta)))-c)`.
+
+def clock_rate(loss: str, data: Dataset, theta_hat):
+    r"""d/dτ of the rescaled flow's clock state :math:`(t, o)`.
+
+    :math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))`, computed as
+    :math:`\exp(-\log(-\ell'))` and capped at :math:`e^{30}`, and
+    :math:`do/d\tau=\max(0,-\log(-\ell')-30)`, positive once the cap was reached.
     """
-    return jnp.exp(-log_speed(loss, _margin(theta_hat, data)) - c)
+    return clock_from_log_rate(-log_speed(loss, _margin(theta_hat, data)) + jnp.log(data.n))
 
 
-def real_time(c):
-    r"""The real time :math:`t=e^c-1` from the carried clock :math:`c=\log(1+t)`."""
-    return jnp.expm1(c)
+def clock_from_log_rate(log_rate):
+    r"""The clock state's derivative from :math:`\log(dt/d\tau)` (see :func:`clock_rate`)."""
+    return jnp.stack(
+        [jnp.exp(jnp.minimum(log_rate, _LOG_RATE_MAX)), jnp.maximum(log_rate - _LOG_RATE_MAX, 0.0)]
+    )
+
+
+def real_time(clock):
+    """The real time from the clock state :math:`(t, o)`: t, or inf once :math:`o>0`."""
+    return jnp.where(clock[..., 1] > 0, jnp.inf, clock[..., 0])
 
 
 class Field(eqx.Module):
     r"""The vector field of the flow, :math:`f(t,\theta)`, or of the rescaled flow.
 
-    The rescaled flow's state is :math:`(\theta, c)` with :math:`c=\log(1+t)` the real
-    time (:func:`clock_rate`), so that a time-dependent rule is read at :math:`t(\tau)`
-    and a trajectory reports both clocks. Use :func:`initial_state` and
-    :func:`theta_of` to move between θ and the state.
+    With ``clock`` (rescaled flow only) the state is :math:`(\theta, (t, o))` with
+    :math:`t` the real time (:func:`clock_rate`), so that a time-dependent rule is
+    read at :math:`t(\tau)` and a trajectory reports both clocks; without it the
+    rule is read at τ, which is right only for a rule that ignores the time. Use
+    :func:`initial_state` and :func:`theta_of` to move between θ and the state.
     """
 
     method: AbstractMethod
     data: Dataset
     loss: str = eqx.field(static=True)
     rescaled: bool = eqx.field(static=True)
+    clock: bool = eqx.field(static=True, default=False)
 
     def __call__(self, s, y):
         if not self.rescaled:
             return velocity(self.method, self.data, self.loss, y, s)
-        theta, c = y
-        v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, real_time(c))
-        return v, clock_rate(self.loss, self.data, theta_hat, c)
+        if not self.clock:
+            return rescaled_velocity(self.method, self.data, self.loss, y, s)
+        theta, clock = y
+        v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, real_time(clock))
+        return v, clock_rate(self.loss, self.data, theta_hat)
 
 
-def initial_state(theta0, rescaled: bool):
-    """The integrated state at the start: θ₀, or (θ₀, c = 0) for the rescaled flow."""
-    return (theta0, jnp.zeros((), theta0.dtype)) if rescaled else theta0
+def initial_state(theta0, clock: bool):
+    """The integrated state at the start: θ₀, or (θ₀, (t, o) = 0) with a clock."""
+    return (theta0, jnp.zeros(2, theta0.dtype)) if clock else theta0
 
 
 def theta_of(y):
-    """θ from an integrated state (θ, or (θ, c))."""
+    """θ from an integrated state (θ, or (θ, clock))."""
     return y[0] if isinstance(y, tuple) else y
 
 
-def clock_of(y, s):
-    """The real time of a state at integration time ``s`` (s itself for the plain flow)."""
-    return real_time(y[1]) if isinstance(y, tuple) else s
+def clock_of(y, s, rescaled: bool):
+    """The real time of a state at integration time ``s``: s itself for the plain flow,
+    the carried clock, or NaN for a rescaled flow without one (not tracked)."""
+    if isinstance(y, tuple):
+        return real_time(y[1])
+    return jnp.full_like(s, jnp.nan) if rescaled else s
 
 
 def euler_step(method: AbstractMethod, data: Dataset, loss: str, theta, lr, k):
@@ -119,5 +140,5 @@ def euler_step(method: AbstractMethod, data: Dataset, loss: str, theta, lr, k):
 
 
 def is_finite(y):
-    """True when every entry of the state ``y`` (θ, or (θ, c)) is finite."""
+    """True when every entry of θ in the state ``y`` (θ, or (θ, clock)) is finite."""
     return jnp.all(jnp.isfinite(theta_of(y)))

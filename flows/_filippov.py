@@ -88,7 +88,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from ._dynamics import _grad_margin, _grad_objective
+from ._dynamics import _grad_margin, _grad_objective, clock_from_log_rate
 from ._methods import LinfSAM
 from ._problem import beta, log_speed, margins, objective
 
@@ -155,6 +155,7 @@ class _System(eqx.Module):
     loss: str = eqx.field(static=True)
     rescaled: bool = eqx.field(static=True)
     n_enumerated: int = eqx.field(static=True)
+    clock: bool = eqx.field(static=True, default=False)  # carry t (flows._dynamics.Field)
 
     def r(self, theta):
         r""":math:`r=\partial\mathcal L/\partial\beta` (flow), :math:`-\partial m/\partial\beta`."""
@@ -248,47 +249,55 @@ class _System(eqx.Module):
         mask = sliding.ravel()
         eye = jnp.eye(mask.shape[0])
         both = mask[:, None] & mask[None, :]
+        live, theta = theta, lax.stop_gradient(theta)
 
-        def residual(vf):
+        def residual(vf, theta):
             v = vf.reshape(shape)
             return jnp.where(
                 mask, self.hdot(theta, self.field(t, theta, sigma, sliding, v)).ravel(), 0.0
             )
 
         def newton(carry):
-            vf, _, _, _, k = carry
-            r, jac = residual(vf), jax.jacfwd(residual)(vf)
+            vf, _, _, k = carry
+            r, jac = residual(vf, theta), jax.jacfwd(residual)(vf, theta)
             a = jnp.where(both, jac, eye)
             # Least squares: the sliding components of one coordinate share one
             # control (and on the curved surface ∂L/∂β_j = 0 one equation), so the
             # system is rank-deficient; the minimum-norm step is taken.
             dv = jnp.where(mask, jnp.linalg.lstsq(a, -r)[0], 0.0)
-            size = jnp.max(jnp.abs(jnp.where(both, jac, 0.0)), initial=0.0)
-            return vf + dv, jnp.diagonal(jac), jnp.max(jnp.abs(dv), initial=0.0), size, k + 1
+            return vf + dv, jac, jnp.max(jnp.abs(dv), initial=0.0), k + 1
 
         def going(carry):
-            _, _, step, _, k = carry
+            _, _, step, k = carry
             return jnp.any(mask) & (k < _NEWTON_MAX) & ~(step <= _NEWTON_STEP)
 
         v0 = jnp.where(mask, 0.0, sigma.ravel())
-        init = (v0, jnp.zeros_like(v0), jnp.asarray(jnp.inf), jnp.asarray(0.0), 0)
-        vf, b, _, size, _ = lax.while_loop(going, newton, init)
-        res = jnp.max(jnp.abs(residual(vf)), initial=0.0)
+        init = (v0, jnp.zeros(both.shape), jnp.asarray(jnp.inf), 0)
+        vf, jac, _, _ = lax.while_loop(going, newton, init)
+        # One more Newton step at the live θ, with the matrix held fixed: its value is
+        # the solution, and its derivative in θ the implicit function's,
+        # dv/dθ = -(∂R/∂v)⁺ ∂R/∂θ (a stiff solver's Jacobian), with no derivative
+        # through the loop or the SVD (which is singular on tied controls).
+        r = residual(vf, live)
+        a = jnp.where(both, jac, eye)
+        vf = vf + jnp.where(mask, jnp.linalg.lstsq(a, -r)[0], 0.0)
+        size = jnp.max(jnp.abs(jnp.where(both, jac, 0.0)), initial=0.0)
+        res = lax.stop_gradient(jnp.max(jnp.abs(r), initial=0.0))
         ok = ~jnp.any(mask) | (res <= _NEWTON_RESIDUAL * size)
-        return vf.reshape(shape), b.reshape(shape), ok
+        return vf.reshape(shape), jnp.diagonal(jac).reshape(shape), ok
 
     def velocity(self, t, y, sigma, sliding):
         r"""The state's derivative in a mode: :math:`F` at the equivalent control, and for
-        the rescaled flow the clock :math:`dc/d\tau` (module ``flows._dynamics``) with the
+        the rescaled flow with a clock :math:`d(t,o)/d\tau` (``flows._dynamics``) with the
         loss factor averaged as the flow's selection averages it."""
-        theta = y[0] if self.rescaled else y
+        theta = y[0] if self.clock else y
         v, _, _ = self.equivalent_control(t, theta, sigma, sliding)
         field, log_mean_q, _ = self._expectation(theta, sigma, sliding, v)
-        if not self.rescaled:
+        if not self.clock:
             return field
         # dt/dτ = 1 / E[-ℓ'(m̂)] (n = 1), so that the rescaled path runs on the clock
-        # of the flow's own selection; dc/dτ for c = log(1 + t) as in flows._dynamics.
-        return field, jnp.exp(-log_mean_q[0] - y[1])
+        # of the flow's own selection (flows._dynamics.clock_rate at one vertex).
+        return field, clock_from_log_rate(-log_mean_q[0])
 
     def check(self, t, theta, sigma, sliding):
         """``(ok, overflow)``: the sliding control solved, and no unenumerated random sign."""
@@ -358,10 +367,11 @@ class _System(eqx.Module):
         return (sigma, new, held, jnp.where(candidates & ~new, h, 0.0)), ambiguous
 
 
-def system(method, data, loss, rescaled, shape) -> _System:
+def system(method, data, loss, rescaled, shape, clock=False) -> _System:
     """The Filippov system of ``method`` (an exact-sign :class:`LinfSAM`) on ``data``.
 
     ``shape`` is that of θ; up to :data:`MAX_ENUMERATED` sliding coordinates with a
-    sign-dependent product are enumerated.
+    sign-dependent product are enumerated. ``clock``: carry the real time (rescaled).
     """
-    return _System(method, data, loss, rescaled, min(MAX_ENUMERATED, int(shape[-1])))
+    n = min(MAX_ENUMERATED, int(shape[-1]))
+    return _System(method, data, loss, rescaled, n, clock and rescaled)

@@ -81,6 +81,10 @@ class SolverOptions(eqx.Module):
             rescaled flow, none for the plain flow).
         loss_tol: loss threshold > 0, or None.
         dense: keep the dense output (diffrax only).
+        real_time: carry the real time t along the rescaled flow (``traj.t_real``):
+            ``"auto"`` (default) when the rule reads the time (an LE-SAM schedule
+            σ(t), which is then read at t(τ)), or True/False. It costs steps:
+            t = ∫e^{m̂}dτ is resolved up to dt/dτ = e^30.
 
     >>> import flows
     >>> options = flows.SolverOptions(rtol=1e-10, atol=1e-12)
@@ -99,6 +103,7 @@ class SolverOptions(eqx.Module):
     escape_tol: float | None | str
     loss_tol: float | None
     dense: bool
+    real_time: bool | str
 
     def __init__(
         self,
@@ -112,6 +117,7 @@ class SolverOptions(eqx.Module):
         escape_tol: float | None | str = "auto",
         loss_tol: float | None = None,
         dense: bool = False,
+        real_time: bool | str = "auto",
     ):
         if backend not in BACKENDS:
             raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
@@ -132,6 +138,15 @@ class SolverOptions(eqx.Module):
         if dense and backend == "scipy":
             raise ValueError("`dense` must be False for backend='scipy' (diffrax only).")
         self.dense = dense
+        if not (isinstance(real_time, bool) or real_time == "auto"):
+            raise ValueError(f"`real_time` must be True, False or 'auto'; got {real_time!r}.")
+        self.real_time = real_time
+
+    def clock(self, method, rescaled: bool) -> bool:
+        """Whether the rescaled flow of ``method`` carries the real time."""
+        if not rescaled:
+            return False
+        return method.time_dependent if self.real_time == "auto" else self.real_time
 
     def escape(self, rescaled: bool) -> float | None:
         """The escape threshold, ``"auto"`` resolved for the (rescaled) flow."""
@@ -159,5 +174,5 @@ class SolverOptions(eqx.Module):
 
 _FIELDS = (
     "backend", "solver", "rtol", "atol", "max_steps", "collapse_tol", "escape_tol", "loss_tol",
-    "dense",
+    "dense", "real_time",
 )  # fmt: skip

@@ -2,8 +2,8 @@ r"""The scipy backend (``solve_ivp``): the independent, eager reference.
 
 Both drivers take ``(field, theta0, ts, t1, options)`` like the diffrax ones
 (``flows._diffrax``) and return a :class:`~flows.Trajectory`. The state is
-flattened to a vector; for the rescaled flow it ends with the clock
-:math:`c=\log(1+t)`. Implicit methods get the autodiff Jacobian.
+flattened to a vector; for the rescaled flow it ends with the clock state
+(``flows._dynamics``). Implicit methods get the autodiff Jacobian.
 """
 
 import equinox as eqx
@@ -23,16 +23,16 @@ class _Flat(eqx.Module):
     """Flatten a state (θ, or (θ, c)) to a vector and back."""
 
     shape: tuple = eqx.field(static=True)
-    rescaled: bool = eqx.field(static=True)
+    clock: bool = eqx.field(static=True)
 
     def ravel(self, y):
-        if self.rescaled:
-            return jnp.concatenate([y[0].ravel(), jnp.atleast_1d(y[1])])
+        if self.clock:
+            return jnp.concatenate([y[0].ravel(), y[1]])
         return y.ravel()
 
     def unravel(self, z):
         theta = z[: int(np.prod(self.shape))].reshape(self.shape)
-        return (theta, z[-1]) if self.rescaled else theta
+        return (theta, z[-2:]) if self.clock else theta
 
 
 @eqx.filter_jit
@@ -66,7 +66,7 @@ def _saved(sol, ts, s0, s_end, flat, out):
     return out
 
 
-def _trajectory(ts, out, flat, data, loss, s_end, z_end, **kw):
+def _trajectory(ts, out, flat, data, loss, rescaled, s_end, z_end, **kw):
     ys = jax.vmap(flat.unravel)(jnp.asarray(out))
     y_end = flat.unravel(jnp.asarray(z_end))
     return make_trajectory(
@@ -76,8 +76,8 @@ def _trajectory(ts, out, flat, data, loss, s_end, z_end, **kw):
         loss,
         t_end=s_end,
         theta_end=theta_of(y_end),
-        t_real=clock_of(ys, jnp.asarray(ts)),
-        t_real_end=clock_of(y_end, s_end),
+        t_real=clock_of(ys, jnp.asarray(ts), rescaled),
+        t_real_end=clock_of(y_end, jnp.asarray(s_end), rescaled),
         **kw,
     )
 
@@ -99,7 +99,7 @@ def _solve_ivp(fun, jac, s0, t1, z0, events, options):
 
 def solve_smooth(field, theta0, ts, t1, options):
     """Integrate a smooth field with one ``solve_ivp`` (the reference)."""
-    flat = _Flat(theta0.shape, field.rescaled)
+    flat = _Flat(theta0.shape, field.clock)
     fn = lambda s, y: field(s, y)  # noqa: E731
     # solve_ivp passes t as a Python float, which filter_jit would treat as static
     # and recompile for at every new t (30-60 s per solve; issue 6): pass an array.
@@ -108,12 +108,12 @@ def solve_smooth(field, theta0, ts, t1, options):
     events, codes, _ = _stop_events(field.data, field.loss, theta0, options, field.rescaled, flat)
     events.append(step_budget_event(options.max_steps))
     codes.append(Status.MAX_STEPS)
-    z0 = np.asarray(flat.ravel(initial_state(theta0, field.rescaled)))
+    z0 = np.asarray(flat.ravel(initial_state(theta0, field.clock)))
     sol = _solve_ivp(fun, jac, 0.0, t1, z0, events, options)
     tsn = np.asarray(ts)
     out = _saved(sol, tsn, 0.0, sol.t[-1], flat, np.full((tsn.shape[0], z0.size), np.nan))
     return _trajectory(
-        tsn, out, flat, field.data, field.loss, sol.t[-1], sol.y[:, -1],
+        tsn, out, flat, field.data, field.loss, field.rescaled, sol.t[-1], sol.y[:, -1],
         status=scipy_status(sol, codes), n_steps=len(sol.t) - 1, n_rejected=-1,
     )  # fmt: skip
 
@@ -132,13 +132,13 @@ def solve_filippov(system, theta0, ts, t1, options):
     the mode logic (``decide``) and the fields are shared. ``n_rejected`` is -1
     (scipy does not report it).
     """
-    flat = _Flat(theta0.shape, system.rescaled)
+    flat = _Flat(theta0.shape, system.clock)
     velocity = lambda s, y, sigma, sliding: system.velocity(s, y, sigma, sliding)  # noqa: E731
     stop_events, stop_codes, stops = _stop_events(
         system.data, system.loss, theta0, options, system.rescaled, flat
     )
     tsn = np.asarray(ts)
-    z = np.asarray(flat.ravel(initial_state(theta0, system.rescaled)))
+    z = np.asarray(flat.ravel(initial_state(theta0, system.clock)))
     out = np.full((tsn.shape[0], z.size), np.nan)
     s, mode = 0.0, system.initial_mode(theta0)
     status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
@@ -182,6 +182,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         if not (bool(ok) and bool(ok_end)) and status != Status.NONFINITE:
             status = Status.SLIDING_FAILED
     return _trajectory(
-        tsn, out, flat, system.data, system.loss, s, z, status=status, n_steps=steps,
+        tsn, out, flat, system.data, system.loss, system.rescaled, s, z, status=status,
+        n_steps=steps,
         n_rejected=-1, n_switches=switches, t_sliding=t_slide, ambiguous=ambiguous,
     )  # fmt: skip

@@ -98,8 +98,9 @@ def solve(
     failed sliding-control solve stops the run with status ``sliding_failed``.
     ``LinfSAM(rho, delta=...)`` is an ordinary smooth field.
 
-    The rescaled flow carries the real time along (``traj.t_real``), and a
-    time-dependent rule (an LE-SAM schedule σ(t)) is read at the real time.
+    The rescaled flow of a time-dependent rule (an LE-SAM schedule σ(t)) carries
+    the real time along and reads the rule there (``traj.t_real``; for other rules
+    on request, ``SolverOptions(real_time=True)``).
 
     Arguments:
         method: a method instance (``GD()``, ``L2SAM(rho)``, ...).
@@ -162,12 +163,13 @@ def solve(
     if options.backend == "scipy" and is_traced((method, data, theta0, ts, t1)):
         raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
     driver = _BACKENDS[options.backend]
+    clock = options.clock(method, rescaled)
     if _is_filippov(method):
-        traj = driver.solve_filippov(
-            system(method, data, loss, rescaled, theta0.shape), theta0, ts, t1, options
-        )
+        sys = system(method, data, loss, rescaled, theta0.shape, clock)
+        traj = driver.solve_filippov(sys, theta0, ts, t1, options)
     else:
-        traj = driver.solve_smooth(Field(method, data, loss, rescaled), theta0, ts, t1, options)
+        field = Field(method, data, loss, rescaled, clock)
+        traj = driver.solve_smooth(field, theta0, ts, t1, options)
     if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
         warnings.warn(
             "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "

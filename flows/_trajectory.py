@@ -64,15 +64,21 @@ class DenseOutput(eqx.Module):
     s_end: jax.Array
     y0: object  # the state at 0 (returned where no step was taken)
     interpolation_cls: Callable = eqx.field(static=True)
+    rescaled: bool = eqx.field(static=True, default=False)
 
     @classmethod
-    def from_diffrax(cls, interpolation, s_end, y0):
+    def from_diffrax(cls, interpolation, s_end, y0, rescaled):
         """From one ``diffrax.DenseInterpolation`` (a run without segments)."""
         ts = interpolation.ts
         return cls(
             ts, ts[1:], interpolation.infos, interpolation.ts_size - 1, s_end, y0,
-            interpolation.interpolation_cls,
+            interpolation.interpolation_cls, rescaled,
         )  # fmt: skip
+
+    @property
+    def ts(self):
+        """The step boundaries (padded with +inf), like ``diffrax.DenseInterpolation.ts``."""
+        return self.starts
 
     def state(self, s):
         """The integrated state at ``s`` (θ, or (θ, c) for the rescaled flow)."""
@@ -94,8 +100,9 @@ class DenseOutput(eqx.Module):
         return jax.jvp(self.evaluate, (s,), (jnp.ones_like(s),))[1]
 
     def t_real(self, s):
-        """The real time at ``s`` (``s`` itself unless the flow is rescaled)."""
-        return clock_of(self.state(s), jnp.asarray(s, dtype=jnp.float64))
+        """The real time at ``s`` (``s`` itself unless the flow is rescaled; see
+        :attr:`Trajectory.t_real`)."""
+        return clock_of(self.state(s), jnp.asarray(s, dtype=jnp.float64), self.rescaled)
 
 
 class Trajectory(eqx.Module):
@@ -118,8 +125,10 @@ class Trajectory(eqx.Module):
         n_switches: switching events of a nonsmooth (ℓ∞-SAM) flow; 0 otherwise.
         t_sliding: time spent sliding on switching surfaces (ℓ∞-SAM); 0 otherwise.
         t_real: the real time t at each saving time, shape ``(T,)``: ``ts`` itself,
-            except for the rescaled flow, where it is :math:`t(\tau)` (carried in the
-            state, :math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))`; ``inf`` past 1.8e308).
+            except for the rescaled flow, where it is :math:`t(\tau)`, carried in the
+            state (:math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))`) when the rule reads the
+            time or ``SolverOptions(real_time=True)``, and ``inf`` once
+            :math:`dt/d\tau` passed :math:`e^{30}`; NaN where not carried.
         t_real_end: the real time at ``t_end``.
         ambiguous: True where the ℓ∞-SAM Filippov selection is not determined by the
             discrete iterates' limit (a coordinate whose layers died at different
