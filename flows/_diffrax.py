@@ -70,23 +70,31 @@ def solve_smooth(field, theta0, ts, t1, options):
     codes = jnp.array([code for _, _, code in stops] + [Status.NONFINITE])
     status = status_from_result(sol.result, codes[jnp.argmin(margins_fn(y_end))])
     status = jnp.where(is_finite(y_end), status, Status.NONFINITE)
-    return make_trajectory(
-        ts,
-        theta_of(saved),
-        field.data,
-        field.loss,
+    return _trajectory(
+        field, ts, saved, s_end, y_end,
         status=status,
-        t_end=s_end,
-        theta_end=theta_of(y_end),
         n_steps=sol.stats["num_steps"],
         n_rejected=sol.stats["num_rejected_steps"],
-        t_real=clock_of(saved, ts, field.rescaled),
-        t_real_end=clock_of(y_end, s_end, field.rescaled),
         interpolation=(
             DenseOutput.from_diffrax(sol.interpolation, s_end, y0, field.rescaled)
             if options.dense
             else None
         ),
+    )  # fmt: skip
+
+
+def _trajectory(field, ts, saved, s_end, y_end, **kw):
+    """The :class:`Trajectory` of a run of ``field`` (smooth or Filippov), both clocks."""
+    return make_trajectory(
+        ts,
+        theta_of(saved),
+        field.data,
+        field.loss,
+        t_end=s_end,
+        theta_end=theta_of(y_end),
+        t_real=clock_of(saved, ts, field.rescaled),
+        t_real_end=clock_of(y_end, s_end, field.rescaled),
+        **kw,
     )
 
 
@@ -150,8 +158,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         s0, y, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
         theta = theta_of(y)
         # Every segment starts at s = 0 or at a switch event: choose its mode.
-        mode, joined_late = system.decide(s0, theta, mode)
-        ok, overflow = system.check(s0, theta, *mode[:2])
+        mode, (ok_before, ok, flagged) = system.decide(s0, theta, mode)
         sol = _diffeqsolve(term, solver, s0, t1, y, mode, jnp.clip(ts, s0, t1), condition, options)
         s_end, y_end, new = _final(sol)
         inside = (ts >= s0) & (ts <= s_end)
@@ -169,12 +176,13 @@ def solve_filippov(system, theta0, ts, t1, options):
         switches = switches + (code == _CONTINUE)
         steps = steps + sol.stats["num_steps"]
         code = jnp.where((code == _CONTINUE) & (steps >= options.max_steps), Status.MAX_STEPS, code)
-        ok_end, overflow_end = system.check(s_end, theta_of(y_end), *mode[:2])
-        code = jnp.where(ok & ok_end, code, Status.SLIDING_FAILED)
+        # a sliding control that did not solve at the start of this segment or at the
+        # end of the previous one (its next decision; the last one is checked below)
+        code = jnp.where(ok_before & ok, code, Status.SLIDING_FAILED)
         code = jnp.where(is_finite(y_end), code, Status.NONFINITE)
         t_slide = t_slide + jnp.where(jnp.any(mode[1]), s_end - s0, 0.0)
         rejected = rejected + sol.stats["num_rejected_steps"]
-        ambiguous = ambiguous | joined_late | overflow | overflow_end
+        ambiguous = ambiguous | flagged
         if options.dense:
             dense = _append_dense(dense, sol.interpolation)
         return (
@@ -191,27 +199,16 @@ def solve_filippov(system, theta0, ts, t1, options):
         zero, jnp.asarray(0.0), jnp.asarray(False), dense0,
     )  # fmt: skip
     carry = lax.while_loop(lambda c: c[4] == _CONTINUE, segment, carry)
-    s_end, y_end, _, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
+    s_end, y_end, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
+    ok = system.check(s_end, theta_of(y_end), mode)
+    status = jnp.where(ok | (status == Status.NONFINITE), status, Status.SLIDING_FAILED)
     interpolation = None
     if options.dense:
         starts, ends, infos, size = dense
         interpolation = DenseOutput(
             starts, ends, infos, size, s_end, y0, solver.interpolation_cls, system.rescaled
         )
-    return make_trajectory(
-        ts,
-        theta_of(saved),
-        system.data,
-        system.loss,
-        status=status,
-        t_end=s_end,
-        theta_end=theta_of(y_end),
-        n_steps=steps,
-        n_rejected=rejected,
-        n_switches=switches,
-        t_sliding=t_slide,
-        t_real=clock_of(saved, ts, system.rescaled),
-        t_real_end=clock_of(y_end, s_end, system.rescaled),
-        ambiguous=ambiguous,
-        interpolation=interpolation,
-    )
+    return _trajectory(
+        system, ts, saved, s_end, y_end, status=status, n_steps=steps, n_rejected=rejected,
+        n_switches=switches, t_sliding=t_slide, ambiguous=ambiguous, interpolation=interpolation,
+    )  # fmt: skip

@@ -233,6 +233,7 @@ class _System(eqx.Module):
         r""":math:`\dot h=\nabla h(\theta)\,\dot\theta`, shape (L, d)."""
         return jax.jvp(self.h, (theta,), (velocity,))[1]
 
+    @eqx.filter_jit  # traced once per signature, however many call sites (compile time)
     def equivalent_control(self, t, theta, sigma, sliding):
         r"""Solve :math:`\dot h_S=\nabla h_S(\theta)F(\theta,v)=0` for :math:`v_S` (Newton).
 
@@ -299,10 +300,9 @@ class _System(eqx.Module):
         # of the flow's own selection (flows._dynamics.clock_rate at one vertex).
         return field, clock_from_log_rate(-log_mean_q[0])
 
-    def check(self, t, theta, sigma, sliding):
-        """``(ok, overflow)``: the sliding control solved, and no unenumerated random sign."""
-        v, _, ok = self.equivalent_control(t, theta, sigma, sliding)
-        return ok, self._expectation(theta, sigma, sliding, v)[2]
+    def check(self, t, theta, mode):
+        """Whether the sliding control of ``mode`` solves at ``theta`` (the end of a run)."""
+        return self.equivalent_control(t, theta, *mode[:2])[2]
 
     def switch_condition(self, t, theta, mode):
         r"""min over components of :math:`\sigma_k(h_k-h^{\rm ref}_k)` (off S, not held) and
@@ -335,12 +335,14 @@ class _System(eqx.Module):
         is released to the side :math:`\sigma_k=\mathrm{sign}(u_k)` (or the opposite on a
         repelling surface, :math:`\partial\dot h_k/\partial u_k>0`), where its field
         points away. Returns the mode ``(sigma, sliding, held, h_ref)``, ``h_ref`` as in
-        :meth:`switch_condition`, and whether a coordinate's chattering layers joined
-        the sliding set at different events (the selection is then ambiguous).
+        :meth:`switch_condition`, and ``(ok_before, ok, ambiguous)``: whether the sliding
+        control of the previous mode (ending here) and of the new one solved, and
+        whether the selection is ambiguous (a coordinate's chattering layers joined
+        the sliding set at different events, or an unenumerated sign-dependent product).
         """
         sigma, sliding, _, _ = mode
         h = self.h(theta)
-        v, _, _ = self.equivalent_control(t, theta, sigma, sliding)
+        v, _, ok_before = self.equivalent_control(t, theta, sigma, sliding)
         speed = jnp.abs(self.hdot(theta, self.field(t, theta, sigma, sliding, v)))
         at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (1.0 + jnp.abs(t)) * speed)
         held, held_sign = _held(theta, self.r(theta))
@@ -348,23 +350,28 @@ class _System(eqx.Module):
         candidates = (sliding | at_surface) & ~held
 
         def release(_, carry):
-            sigma, cand = carry
-            u, b, _ = self.equivalent_control(t, theta, sigma, cand)
+            sigma, cand, _ = carry
+            u, b, ok = self.equivalent_control(t, theta, sigma, cand)
             excess = jnp.where(cand, jnp.abs(u) - 1.0, -jnp.inf).ravel()
             k = jnp.argmax(excess)
             worst = jnp.zeros_like(excess, dtype=bool).at[k].set(excess[k] > _CONTROL_TOL)
             worst = worst.reshape(sigma.shape)
             side = jnp.sign(u) * jnp.where(b > 0, -1.0, 1.0)
-            return jnp.where(worst, side, sigma), cand & ~worst
+            return jnp.where(worst, side, sigma), cand & ~worst, ok | jnp.any(worst)
 
-        sigma, new = lax.fori_loop(0, sigma.size, release, (sigma, candidates))
+        # L·d passes: the set stops changing before the last one unless it empties,
+        # so ``ok`` is that of the final set.
+        init = (sigma, candidates, jnp.asarray(True))
+        sigma, new, ok = lax.fori_loop(0, sigma.size, release, init)
         # A coordinate chattering on ≥ 2 layers, some of which already slid before
         # this event: its layers reached their surfaces at different times.
         several = jnp.sum(new, axis=0) >= 2
         joined_late = several & jnp.any(sliding & new, axis=0) & jnp.any(new & ~sliding, axis=0)
         matters = self.rescaled or theta.shape[1] > 1  # someone's speed depends on it
-        ambiguous = jnp.any(joined_late) & matters
-        return (sigma, new, held, jnp.where(candidates & ~new, h, 0.0)), ambiguous
+        overflow = self._expectation(theta, sigma, new, jnp.zeros_like(theta))[2]
+        ambiguous = (jnp.any(joined_late) & matters) | overflow
+        mode = (sigma, new, held, jnp.where(candidates & ~new, h, 0.0))
+        return mode, (ok_before, ok, ambiguous)
 
 
 def system(method, data, loss, rescaled, shape, clock=False) -> _System:

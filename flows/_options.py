@@ -5,6 +5,8 @@ at construction, and handed to the backends, which take
 ``(field, theta0, ts, t1, options)``.
 """
 
+import inspect
+
 import diffrax
 import equinox as eqx
 import numpy as np
@@ -172,7 +174,9 @@ class SolverOptions(eqx.Module):
         return SolverOptions(**kw)
 
 
-_FIELDS = (
-    "backend", "solver", "rtol", "atol", "max_steps", "collapse_tol", "escape_tol", "loss_tol",
-    "dense", "real_time",
-)  # fmt: skip
+_FIELDS = tuple(inspect.signature(SolverOptions.__init__).parameters)[1:]
+# The defaults, one definition (flows.solve's keywords take them).
+OPTION_DEFAULTS = {
+    k: p.default for k, p in inspect.signature(SolverOptions.__init__).parameters.items()
+    if k != "self"
+}  # fmt: skip

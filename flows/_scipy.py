@@ -144,9 +144,11 @@ def solve_filippov(system, theta0, ts, t1, options):
     status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
     while status is None:
         theta = theta_of(flat.unravel(jnp.asarray(z)))
-        mode, joined_late = _call(system, "decide", jnp.asarray(s), theta, mode)
-        ok, overflow = _call(system, "check", jnp.asarray(s), theta, *mode[:2])
-        ambiguous = ambiguous or bool(joined_late) or bool(overflow)
+        mode, (ok_before, ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
+        ambiguous = ambiguous or bool(flagged)
+        if not (bool(ok_before) and bool(ok)):  # at the end of the last segment, or now
+            status = Status.SLIDING_FAILED
+            break
 
         def fun(s_, z_, mode=mode):
             return np.asarray(_flat_call(velocity, flat, np.asarray(s_), z_, *mode[:2]))
@@ -167,8 +169,6 @@ def solve_filippov(system, theta0, ts, t1, options):
         theta = theta_of(flat.unravel(jnp.asarray(z)))
         code = scipy_status(sol, [None, *stop_codes, Status.MAX_STEPS])
         stopped = [k for c, d, k in stops if float(-d * c(theta)) <= _STOP_TOL]
-        ok_end, overflow_end = _call(system, "check", jnp.asarray(s), theta, *mode[:2])
-        ambiguous = ambiguous or bool(overflow_end)
         if code in (Status.OK, Status.NONFINITE):
             status = code
         elif stopped:
@@ -179,8 +179,9 @@ def solve_filippov(system, theta0, ts, t1, options):
             status = Status.MAX_STEPS
         else:
             switches += 1
-        if not (bool(ok) and bool(ok_end)) and status != Status.NONFINITE:
-            status = Status.SLIDING_FAILED
+        if status is not None and status != Status.NONFINITE:
+            if not bool(_call(system, "check", jnp.asarray(s), theta, mode)):
+                status = Status.SLIDING_FAILED
     return _trajectory(
         tsn, out, flat, system.data, system.loss, system.rescaled, s, z, status=status,
         n_steps=steps,

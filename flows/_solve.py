@@ -14,17 +14,14 @@ from ._config import as_float64
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
-from ._options import SolverOptions
+from ._options import OPTION_DEFAULTS, SolverOptions
 from ._problem import Dataset, check_loss, check_theta
 from ._trajectory import Trajectory
 from ._validate import check_scalar, is_traced
 
-# The option keywords of `solve` and their defaults: `solve` builds a SolverOptions
-# from them, unless the options object is passed whole.
-_OPTION_DEFAULTS = dict(
-    backend="diffrax", solver=None, rtol=1e-8, atol=1e-10, max_steps=100_000,
-    collapse_tol=1e-6, escape_tol="auto", loss_tol=None, dense=False,
-)  # fmt: skip
+# `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
+# SolverOptions from them, unless the options object is passed whole.
+_D = OPTION_DEFAULTS
 _BACKENDS = {"diffrax": _diffrax, "scipy": _scipy}
 
 
@@ -57,15 +54,15 @@ def solve(
     ts=None,
     rescaled: bool = False,
     loss: str = "logistic",
-    backend: str = "diffrax",
-    solver=None,
-    rtol: float = 1e-8,
-    atol: float = 1e-10,
-    max_steps: int = 100_000,
-    collapse_tol: float | None = 1e-6,
-    escape_tol: float | None | str = "auto",
-    loss_tol: float | None = None,
-    dense: bool = False,
+    backend: str = _D["backend"],
+    solver=_D["solver"],
+    rtol: float = _D["rtol"],
+    atol: float = _D["atol"],
+    max_steps: int = _D["max_steps"],
+    collapse_tol: float | None = _D["collapse_tol"],
+    escape_tol: float | None | str = _D["escape_tol"],
+    loss_tol: float | None = _D["loss_tol"],
+    dense: bool = _D["dense"],
     options: SolverOptions | None = None,
 ) -> Trajectory:
     r"""Integrate :math:`\dot\theta=-\nabla\mathcal L(\theta+\varepsilon(\theta))` from ``theta0``.
@@ -188,7 +185,7 @@ def _check_options(options, given) -> SolverOptions:
     if not isinstance(options, SolverOptions):
         raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
     changed = sorted(
-        k for k, v in given.items() if v is not _OPTION_DEFAULTS[k] and v != _OPTION_DEFAULTS[k]
+        k for k, v in given.items() if v is not _D[k] and v != _D[k]
     )
     if changed:
         raise ValueError(

@@ -372,6 +372,21 @@ def test_dead_coordinate_chatters_in_phase_and_keeps_the_discrete_clock():
 # --- issue 11: any number of sliding coordinates, partly dead, curved, stiff, flags --
 
 
+def _discrete_errors(rho, data, theta0, t1, n_list, flow):
+    """Max error of the iterates (η = t1/N, N doubling) at the flow's equispaced saving
+    times, after checking that it halves with η (order 1)."""
+    n_saved = flow.ts.shape[0] - 1
+    errors = []
+    for n in n_list:
+        it = flows.iterate(
+            flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=n // n_saved
+        )
+        errors.append(np.abs(np.asarray(it.thetas) - np.asarray(flow.thetas)).max())
+    errors = np.array(errors)
+    assert np.all(np.abs(errors[:-1] / errors[1:] - 2) < 0.3), errors  # order 1
+    return errors
+
+
 def _richardson(values):
     """Order-1 extrapolation of a quantity at η, η/2, η/4 to η → 0, and the ratio of
     successive differences (2 at order 1)."""
@@ -455,12 +470,7 @@ def test_partly_dead_coordinate_at_depth_three():
     assert 1.0 < t_death < 0.8 * t1
     np.testing.assert_allclose(np.asarray(flow.thetas), expected, atol=1e-8)
     np.testing.assert_allclose(float(flow.t_sliding), t1 - t_death, atol=1e-8)
-    errors = []
-    for n in (800, 1600, 3200):
-        it = flows.iterate(flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=n // 32)
-        errors.append(np.abs(np.asarray(it.thetas) - np.asarray(flow.thetas)).max())
-    errors = np.array(errors)
-    assert np.all(np.abs(errors[:-1] / errors[1:] - 2) < 0.3), errors  # order 1
+    errors = _discrete_errors(rho, data, theta0, t1, (800, 1600, 3200), flow)
     assert errors[-1] < 5e-3, errors
 
 
@@ -483,12 +493,7 @@ def test_two_coordinates_slide_on_curved_surfaces_with_dense_output():
     r = jax.grad(lambda b: flows.objective(b[None], data))(flows.beta(flow.theta_end))
     assert np.all(np.abs(np.asarray(r)) < 1e-10) and float(flow.t_sliding) > 1.0
     np.testing.assert_array_less(0.5, np.asarray(flow.theta_end))  # weights far from 0
-    errors = []
-    for n in (2000, 4000, 8000):
-        it = flows.iterate(flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=n // 40)
-        errors.append(np.abs(np.asarray(it.thetas) - np.asarray(flow.thetas)).max())
-    errors = np.array(errors)
-    assert np.all(np.abs(errors[:-1] / errors[1:] - 2) < 0.3), errors  # order 1
+    errors = _discrete_errors(rho, data, theta0, t1, (2000, 4000, 8000), flow)
     assert errors[-1] < 3e-5, errors
     saved = np.asarray(jax.vmap(flow.evaluate)(ts))
     np.testing.assert_allclose(saved, np.asarray(flow.thetas), rtol=1e-12, atol=1e-15)
