@@ -158,7 +158,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         s0, y, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
         theta = theta_of(y)
         # Every segment starts at s = 0 or at a switch event: choose its mode.
-        mode, (ok_before, ok, flagged) = system.decide(s0, theta, mode)
+        mode, (ok, flagged) = system.decide(s0, theta, mode)
         sol = _diffeqsolve(term, solver, s0, t1, y, mode, jnp.clip(ts, s0, t1), condition, options)
         s_end, y_end, new = _final(sol)
         inside = (ts >= s0) & (ts <= s_end)
@@ -176,9 +176,9 @@ def solve_filippov(system, theta0, ts, t1, options):
         switches = switches + (code == _CONTINUE)
         steps = steps + sol.stats["num_steps"]
         code = jnp.where((code == _CONTINUE) & (steps >= options.max_steps), Status.MAX_STEPS, code)
-        # a sliding control that did not solve at the start of this segment or at the
-        # end of the previous one (its next decision; the last one is checked below)
-        code = jnp.where(ok_before & ok, code, Status.SLIDING_FAILED)
+        # a sliding control that did not solve where the mode was chosen (the end of
+        # the run is checked below)
+        code = jnp.where(ok, code, Status.SLIDING_FAILED)
         code = jnp.where(is_finite(y_end), code, Status.NONFINITE)
         t_slide = t_slide + jnp.where(jnp.any(mode[1]), s_end - s0, 0.0)
         rejected = rejected + sol.stats["num_rejected_steps"]

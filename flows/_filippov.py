@@ -28,7 +28,8 @@ with :math:`\bar v` the solution of
     \qquad (u_k=\sigma_k,\ k\notin S),
 
 found by Newton's method (``jax.jacfwd`` gives the Jacobian); its residual is
-checked, and a failed solve stops the run with status ``sliding_failed``. On
+checked where a mode is chosen and at the end of the run, and a failed solve
+stops the run with status ``sliding_failed``. On
 one surface :math:`F` is Filippov's convex combination
 :math:`\lambda f^++(1-\lambda)f^-`, the :math:`\eta\to0` limit of the discrete iterates.
 
@@ -86,6 +87,7 @@ import itertools
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from ._dynamics import _grad_margin, _grad_objective, clock_from_log_rate
@@ -197,25 +199,25 @@ class _System(eqx.Module):
         slots, rest = order[:m], order[m:]
         overflow = jnp.any(spread[rest] > _RANDOM_TOL * (jnp.abs(b[0]) + jnp.abs(b[1]))[rest])
         yx = self.data.y[:, None] * self.data.X  # (n, d)
-        # The 2^m vertices of the enumerated coordinates: margins and weights.
-        patterns = jnp.array(list(itertools.product([0, 1], repeat=m)), dtype=int).reshape(-1, m)
+        # The 2^m vertices of the enumerated coordinates (static): margins and weights.
+        patterns = np.array(list(itertools.product([0, 1], repeat=m)), dtype=int).reshape(-1, m)
         b_p = jnp.broadcast_to(mean_b, (patterns.shape[0], mean_b.shape[0]))
         b_p = b_p.at[:, slots].set(b[patterns, slots])  # (P, d)
-        log_w = jnp.sum(jnp.log(prob[patterns, slots]), axis=1)  # (P,)
+        p_slots = prob[patterns, slots]  # (P, m)
         log_q = log_speed(self.loss, b_p @ yx.T) - jnp.log(self.data.n)  # (P, n)
-        log_mean_q = jax.nn.logsumexp(log_w[:, None] + log_q, axis=0)  # (n,)
-        w = jnp.prod(prob[patterns, slots], axis=1)  # (P,) (may be < 0 inside Newton)
+        w = jnp.prod(p_slots, axis=1)  # (P,) (may be < 0 inside Newton)
         q = jnp.ones_like(log_q) if self.rescaled else jnp.exp(log_q)
         mean_q = w @ q  # (n,)
         # E[q_i 1{ξ_j = s}]: enumerated coordinates from the vertices, the others
         # independent of q (their product does not change the margins).
         joint = prob[:, None, :] * mean_q[None, :, None]  # (2, n, d)
-        for k in range(m):
-            on_side = [
-                jnp.where(patterns[:, k, None] == side, w[:, None] * q, 0.0) for side in (0, 1)
-            ]
-            per_side = jnp.stack([jnp.sum(x, axis=0) for x in on_side])  # (2, n)
-            joint = joint.at[:, :, slots[k]].set(per_side)
+        side = np.eye(2)[patterns]  # (P, m, 2): vertex p has ξ = s on slot k
+        per_side = jnp.einsum("pks,p,pi->sik", side, w, q)  # (2, n, m)
+        joint = joint.at[:, :, slots].set(per_side)
+        log_mean_q = None
+        if self.clock:  # log E[q] for the clock, stable where q underflows
+            log_w = jnp.sum(jnp.log(p_slots), axis=1)
+            log_mean_q = jax.nn.logsumexp(log_w[:, None] + log_q, axis=0)  # (n,)
         r = jnp.sum(yx[None] * joint, axis=1)  # (2, d)
         field = sum(jax.vjp(beta, theta_hat[k])[1](r[k])[0] for k in range(2))
         return field, log_mean_q, overflow
@@ -260,7 +262,8 @@ class _System(eqx.Module):
 
         def newton(carry):
             vf, _, _, k = carry
-            r, jac = residual(vf, theta), jax.jacfwd(residual)(vf, theta)
+            # the residual comes with its Jacobian (one traced evaluation)
+            jac, r = jax.jacfwd(lambda x: (residual(x, theta),) * 2, has_aux=True)(vf)
             a = jnp.where(both, jac, eye)
             # Least squares: the sliding components of one coordinate share one
             # control (and on the curved surface ∂L/∂β_j = 0 one equation), so the
@@ -335,15 +338,16 @@ class _System(eqx.Module):
         is released to the side :math:`\sigma_k=\mathrm{sign}(u_k)` (or the opposite on a
         repelling surface, :math:`\partial\dot h_k/\partial u_k>0`), where its field
         points away. Returns the mode ``(sigma, sliding, held, h_ref)``, ``h_ref`` as in
-        :meth:`switch_condition`, and ``(ok_before, ok, ambiguous)``: whether the sliding
-        control of the previous mode (ending here) and of the new one solved, and
-        whether the selection is ambiguous (a coordinate's chattering layers joined
-        the sliding set at different events, or an unenumerated sign-dependent product).
+        :meth:`switch_condition`, and ``(ok, ambiguous)``: whether the sliding control
+        of the new mode solved, and whether the selection is ambiguous (a coordinate's
+        chattering layers joined the sliding set at different events, or an
+        unenumerated sign-dependent product).
         """
         sigma, sliding, _, _ = mode
         h = self.h(theta)
-        v, _, ok_before = self.equivalent_control(t, theta, sigma, sliding)
-        speed = jnp.abs(self.hdot(theta, self.field(t, theta, sigma, sliding, v)))
+        # the speed scale of the surface test: the previous mode's field at the mean
+        # sliding control (a tolerance only; no Newton solve, for compile time)
+        speed = jnp.abs(self.hdot(theta, self.field(t, theta, sigma, sliding, 0.0 * theta)))
         at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (1.0 + jnp.abs(t)) * speed)
         held, held_sign = _held(theta, self.r(theta))
         sigma = jnp.where(held, held_sign, sigma)
@@ -371,7 +375,7 @@ class _System(eqx.Module):
         overflow = self._expectation(theta, sigma, new, jnp.zeros_like(theta))[2]
         ambiguous = (jnp.any(joined_late) & matters) | overflow
         mode = (sigma, new, held, jnp.where(candidates & ~new, h, 0.0))
-        return mode, (ok_before, ok, ambiguous)
+        return mode, (ok, ambiguous)
 
 
 def system(method, data, loss, rescaled, shape, clock=False) -> _System:

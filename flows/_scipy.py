@@ -144,9 +144,9 @@ def solve_filippov(system, theta0, ts, t1, options):
     status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
     while status is None:
         theta = theta_of(flat.unravel(jnp.asarray(z)))
-        mode, (ok_before, ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
+        mode, (ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
         ambiguous = ambiguous or bool(flagged)
-        if not (bool(ok_before) and bool(ok)):  # at the end of the last segment, or now
+        if not bool(ok):  # where the mode is chosen (the end of the run: below)
             status = Status.SLIDING_FAILED
             break
 
