@@ -66,6 +66,21 @@ def child(cache_dir):
         "lesam L=2 tsit5": solve_config(lambda p: flows.LESAM(p, 0.3), 2, "tsit5"),
         "l2sam L=2 kvaerno5": solve_config(flows.L2SAM, 2, "kvaerno5"),
     }
+    # Exact ℓ∞-SAM, plain flow, d = 3: the Filippov segment loop (issue 11 target:
+    # < 10 s cold), one solve (its sweeps vmap the same trace).
+    linf_data = flows.single_example([1.0, 2.0, 3.0])
+
+    def linf_point(alpha):
+        traj = flows.solve(
+            flows.LinfSAM(0.5), linf_data, flows.balanced_init(alpha, 2, 3), t1=10.0,
+            collapse_tol=None,
+        )  # fmt: skip
+        return traj.status, traj.theta_end
+
+    configs["linf L=2 d=3 plain Filippov, one solve"] = (
+        jax.jit(linf_point),
+        (jnp.array([0.3, 0.5, 0.7]),),
+    )
     x = jnp.asarray(np.random.default_rng(0).normal(size=(20, 100)))
     it_data = flows.Dataset(x * jnp.sign(x[:, :1]), jnp.ones(20))
     configs["iterate l2sam L=2 d=100 (workload 3)"] = (

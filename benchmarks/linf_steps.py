@@ -13,7 +13,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._solve import _solve_diffrax
+
+
+class RawSign(flows.AbstractMethod):
+    """ℓ∞-SAM's rule with the raw sign and nothing else: a field that ``solve`` treats as
+    smooth (what it did for ℓ∞-SAM before issue 3). Public names only (issue 11)."""
+
+    rho: float
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta, t, grad_scale
+        return self.rho * jnp.sign(grad)
 
 RHO = 0.5
 MU = jnp.array([1.0, 2.0, 3.0])
@@ -48,11 +58,9 @@ def work():
     print("- plain flow, mu=(1,2), alpha=(0.3,0.8): " + "; ".join(row))
     # The raw sign fed to a smooth adaptive solve (what solve did before issue 3).
     theta0 = flows.balanced_init(jnp.array([0.3, 0.5, 0.45]), 2)
-    raw = _solve_diffrax(
-        flows.LinfSAM(RHO), DATA, theta0, jnp.linspace(0.0, 10.0, 41), jnp.asarray(10.0),
-        solver=flows.DIFFRAX_SOLVERS["tsit5"](), loss="logistic", rescaled=True, rtol=1e-8,
-        atol=1e-10, max_steps=20_000, collapse_tol=1e-6, escape_tol=1e6, loss_tol=None,
-        dense=False,
+    raw = flows.solve(
+        RawSign(RHO), DATA, theta0, t1=10.0, ts=jnp.linspace(0.0, 10.0, 41), rescaled=True,
+        max_steps=20_000,
     )  # fmt: skip
     print(
         f"- raw sign, plain diffrax solve, same sliding case, T=10: {int(raw.n_steps)} steps, "

@@ -9,16 +9,18 @@ from ._methods import L2SAM as L2SAM
 from ._methods import LESAM as LESAM
 from ._methods import AbstractMethod as AbstractMethod
 from ._methods import LinfSAM as LinfSAM
+from ._options import DIFFRAX_SOLVERS as DIFFRAX_SOLVERS
+from ._options import SCIPY_SOLVERS as SCIPY_SOLVERS
+from ._options import SolverOptions as SolverOptions
 from ._problem import Dataset as Dataset
 from ._problem import balanced_init as balanced_init
 from ._problem import beta as beta
+from ._problem import log_speed as log_speed
 from ._problem import loss_derivative as loss_derivative
 from ._problem import loss_fn as loss_fn
 from ._problem import margins as margins
 from ._problem import objective as objective
 from ._problem import single_example as single_example
-from ._solve import DIFFRAX_SOLVERS as DIFFRAX_SOLVERS
-from ._solve import SCIPY_SOLVERS as SCIPY_SOLVERS
 from ._solve import solve as solve
 from ._sweep import SweepResult as SweepResult
 from ._sweep import chunk_efficiency as chunk_efficiency
@@ -26,5 +28,6 @@ from ._sweep import default_chunk as default_chunk
 from ._sweep import load_sweep as load_sweep
 from ._sweep import sweep as sweep
 from ._sweep import usable_cores as usable_cores
+from ._trajectory import DenseOutput as DenseOutput
 from ._trajectory import Status as Status
 from ._trajectory import Trajectory as Trajectory

@@ -64,6 +64,11 @@ class AbstractMethod(eqx.Module):
 
     scale_free: ClassVar[bool] = True
 
+    @property
+    def time_dependent(self) -> bool:
+        """True when the rule reads the time ``t`` (then the rescaled flow carries t)."""
+        return False
+
     @abc.abstractmethod
     def perturbation(self, theta, grad, t, grad_scale=1.0):
         """Return ε(θ, g) with the shape of ``theta``."""
@@ -202,6 +207,11 @@ class LESAM(AbstractMethod):
                 ) from None
         self.rho_max = check_scalar("rho_max", rho_max, nonnegative=True)
         self.eps = check_scalar("eps", eps, positive=True)
+
+    @property
+    def time_dependent(self) -> bool:
+        """True for a schedule σ(t)."""
+        return callable(self.sigma)
 
     def sigma_at(self, t):
         """The loss budget σ(t)."""

@@ -42,6 +42,20 @@ def loss_derivative(loss: str, z):
     return jnp.vectorize(scalar)(as_array("z", z))
 
 
+# log(-ℓ'(z)), finite where ℓ'(z) underflows (margins beyond ~745): the rescaled
+# flow's clock dt/dτ = 1/(-ℓ'(m̂)) needs it at any margin. Checked against
+# log(-loss_derivative) in tests/test_core_rescaled.py.
+_LOG_SPEEDS = {
+    "logistic": lambda z: -jnp.logaddexp(0.0, z),  # log(1 / (1 + e^z))
+    "exponential": lambda z: -z,
+}
+
+
+def log_speed(loss: str, z):
+    r""":math:`\log(-\ell'(z))` elementwise, finite for every finite ``z``."""
+    return _LOG_SPEEDS[check_loss(loss)](z)
+
+
 # --- data -----------------------------------------------------------------------
 
 

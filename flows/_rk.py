@@ -19,21 +19,24 @@ The subclasses below keep diffrax's tableau, first-same-as-last (FSAL) state,
 dense interpolation and error estimate, so :func:`diffrax.diffeqsolve` (step-size
 control, events, saving) treats them as the solver they subclass; only ``step``
 is replaced, with the stages written out at trace time. ODE terms with an array
-state only (what :func:`flows.solve` passes).
+or pytree state (θ, or θ and a clock: what :func:`flows.solve` passes).
 """
+
+from functools import partial
 
 import diffrax
 import equinox.internal as eqxi
+import jax
 import jax.numpy as jnp
 from jax import lax
 
 
 def _combine(y0, weights, ks):
-    """:math:`y_0+\\sum_j w_jk_j`, skipping zero weights (static floats)."""
+    """:math:`y_0+\\sum_j w_jk_j`, skipping zero weights (static floats); pytree states."""
     out = y0
     for w, k in zip(weights, ks, strict=False):
         if w != 0:
-            out = out + float(w) * k
+            out = jax.tree.map(lambda a, b, w=float(w): a + w * b, out, k)
     return out
 
 
@@ -48,7 +51,7 @@ def _unrolled_step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         redo = first_step | made_jump
         f0 = lax.cond(
             eqxi.unvmap_any(redo),
-            lambda: jnp.where(redo, terms.vf(t0, y0, args), f0),
+            lambda: jax.tree.map(partial(jnp.where, redo), terms.vf(t0, y0, args), f0),
             lambda: f0,
         )
     else:
@@ -60,8 +63,8 @@ def _unrolled_step(self, terms, t0, t1, y0, args, solver_state, made_jump):
         ks.append(terms.prod(f, control))
     # SSAL: the last stage is evaluated at y1 itself.
     y1 = yi if tab.ssal else _combine(y0, tab.b_sol, ks)
-    y_error = _combine(jnp.zeros_like(y0), tab.b_error, ks)
-    dense_info = dict(y0=y0, y1=y1, k=jnp.stack(ks))
+    y_error = _combine(jax.tree.map(jnp.zeros_like, y0), tab.b_error, ks)
+    dense_info = dict(y0=y0, y1=y1, k=jax.tree.map(lambda *k: jnp.stack(k), *ks))
     state = (jnp.array(False), f) if tab.fsal else None
     return y1, y_error, dense_info, state, diffrax.RESULTS.successful
 

@@ -1,11 +1,13 @@
 """The result type shared by every backend and by the discrete updates."""
 
-import diffrax
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ._dynamics import clock_of, theta_of
 from ._problem import Dataset, beta, loss_fn, margins
 
 
@@ -21,6 +23,8 @@ class Status:
     converged 3    the loss fell to ``loss_tol``
     max_steps 4    the solver's step budget ran out
     nonfinite 5    a non-finite state, or any other solver failure
+    sliding_f 6    ``sliding_failed``: the Newton solve for a Filippov sliding
+                   control (ℓ∞-SAM) left a residual (issue 11)
     ========= ==== =====================================================
     """
 
@@ -30,7 +34,10 @@ class Status:
     CONVERGED = 3
     MAX_STEPS = 4
     NONFINITE = 5
-    NAMES = ("ok", "collapsed", "escaped", "converged", "max_steps", "nonfinite")
+    SLIDING_FAILED = 6
+    NAMES = (
+        "ok", "collapsed", "escaped", "converged", "max_steps", "nonfinite", "sliding_failed"
+    )  # fmt: skip
 
     @classmethod
     def name(cls, code) -> str | np.ndarray:
@@ -38,6 +45,64 @@ class Status:
         codes = np.asarray(code)
         names = np.asarray(cls.NAMES)[codes]
         return str(names) if codes.ndim == 0 else names
+
+
+class DenseOutput(eqx.Module):
+    r"""The solver's dense output :math:`\theta(s)` on :math:`[0, s_{end}]`, step by step.
+
+    Step :math:`i` covers :math:`[s_i, s_{i+1})` (``starts``) with the solver's local
+    interpolant built on :math:`[s_i, e_i]` (``ends``; :math:`e_i>s_{i+1}` for the last
+    step of a segment that an event cut short). One run of a smooth solver is one
+    segment; a Filippov solve is several, joined at their events (issue 11).
+    ``evaluate`` is NaN outside :math:`[0, s_{end}]`, like diffrax's.
+    """
+
+    starts: jax.Array  # (N + 1,) padded with +inf
+    ends: jax.Array  # (N,)
+    infos: dict  # the local interpolants' data, leading axis N
+    size: jax.Array  # the number of steps used
+    s_end: jax.Array
+    y0: object  # the state at 0 (returned where no step was taken)
+    interpolation_cls: Callable = eqx.field(static=True)
+    rescaled: bool = eqx.field(static=True, default=False)
+
+    @classmethod
+    def from_diffrax(cls, interpolation, s_end, y0, rescaled):
+        """From one ``diffrax.DenseInterpolation`` (a run without segments)."""
+        ts = interpolation.ts
+        return cls(
+            ts, ts[1:], interpolation.infos, interpolation.ts_size - 1, s_end, y0,
+            interpolation.interpolation_cls, rescaled,
+        )  # fmt: skip
+
+    @property
+    def ts(self):
+        """The step boundaries (padded with +inf), like ``diffrax.DenseInterpolation.ts``."""
+        return self.starts
+
+    def state(self, s):
+        """The integrated state at ``s`` (θ, or (θ, c) for the rescaled flow)."""
+        s = jnp.asarray(s, dtype=jnp.float64)
+        i = jnp.clip(jnp.searchsorted(self.starts, s, side="right") - 1, 0, self.size - 1)
+        infos = jax.tree.map(lambda x: x[i], self.infos)
+        y = self.interpolation_cls(t0=self.starts[i], t1=self.ends[i], **infos).evaluate(s)
+        y = jax.tree.map(lambda a, b: jnp.where(self.size > 0, a, b), y, self.y0)
+        inside = (s >= 0) & (s <= self.s_end)
+        return jax.tree.map(lambda a: jnp.where(inside, a, jnp.nan), y)
+
+    def evaluate(self, s):
+        """θ(s), shape ``(L, d)``."""
+        return theta_of(self.state(s))
+
+    def derivative(self, s):
+        """dθ/ds of the interpolant."""
+        s = jnp.asarray(s, dtype=jnp.float64)
+        return jax.jvp(self.evaluate, (s,), (jnp.ones_like(s),))[1]
+
+    def t_real(self, s):
+        """The real time at ``s`` (``s`` itself unless the flow is rescaled; see
+        :attr:`Trajectory.t_real`)."""
+        return clock_of(self.state(s), jnp.asarray(s, dtype=jnp.float64), self.rescaled)
 
 
 class Trajectory(eqx.Module):
@@ -59,7 +124,17 @@ class Trajectory(eqx.Module):
             i.e. scipy).
         n_switches: switching events of a nonsmooth (ℓ∞-SAM) flow; 0 otherwise.
         t_sliding: time spent sliding on switching surfaces (ℓ∞-SAM); 0 otherwise.
-        interpolation: the solver's dense output when solved with ``dense=True``
+        t_real: the real time t at each saving time, shape ``(T,)``: ``ts`` itself,
+            except for the rescaled flow, where it is :math:`t(\tau)`, carried in the
+            state (:math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))`) when the rule reads the
+            time or ``SolverOptions(real_time=True)``, and ``inf`` once
+            :math:`dt/d\tau` passed :math:`e^{30}`; NaN where not carried.
+        t_real_end: the real time at ``t_end``.
+        ambiguous: True where the ℓ∞-SAM Filippov selection is not determined by the
+            discrete iterates' limit (a coordinate whose layers died at different
+            times, or more sign-dependent sliding coordinates than are enumerated;
+            see ``flows._filippov``); ``solve`` warns then. False otherwise.
+        interpolation: a :class:`DenseOutput` when solved with ``dense=True``
             (diffrax), else None; see :meth:`evaluate`.
     """
 
@@ -74,10 +149,16 @@ class Trajectory(eqx.Module):
     n_rejected: jax.Array
     n_switches: jax.Array
     t_sliding: jax.Array
-    interpolation: diffrax.DenseInterpolation | None = None
+    t_real: jax.Array
+    t_real_end: jax.Array
+    ambiguous: jax.Array
+    interpolation: DenseOutput | None = None
 
     def evaluate(self, t):
-        """θ(t) from the dense output, for ``0 <= t <= t_end`` (needs ``dense=True``)."""
+        """θ(t) from the dense output, for ``0 <= t <= t_end`` (needs ``dense=True``).
+
+        ``t`` is on the trajectory's own clock (τ for a rescaled flow).
+        """
         if self.interpolation is None:
             raise ValueError("`evaluate` needs a trajectory solved with dense=True (diffrax).")
         return self.interpolation.evaluate(t)
@@ -106,6 +187,9 @@ def make_trajectory(
     n_rejected,
     n_switches=0,
     t_sliding=0.0,
+    t_real=None,
+    t_real_end=None,
+    ambiguous=False,
     interpolation=None,
 ) -> Trajectory:
     """Build a :class:`Trajectory`, computing β and the loss from the saved θ.
@@ -131,5 +215,8 @@ def make_trajectory(
         n_rejected=as_int(n_rejected),
         n_switches=as_int(n_switches),
         t_sliding=jnp.asarray(t_sliding, dtype=jnp.float64),
+        t_real=jnp.where(reached, ts if t_real is None else t_real, jnp.nan),
+        t_real_end=jnp.asarray(t_end if t_real_end is None else t_real_end, dtype=jnp.float64),
+        ambiguous=jnp.asarray(ambiguous, dtype=bool),
         interpolation=interpolation,
     )

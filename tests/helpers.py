@@ -3,9 +3,15 @@
 Adding a method means adding one line to ``all_methods``.
 """
 
+import jax.numpy as jnp
 import numpy as np
 
 import flows
+
+
+def cosine_sigma(t):
+    """An annealed LE-SAM budget σ(t) (the training schedule of the LE-SAM paper)."""
+    return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 2.0, 1.0)))
 
 
 def all_methods():

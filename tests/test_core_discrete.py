@@ -7,13 +7,7 @@ import optax
 import pytest
 
 import flows
-from tests.helpers import all_methods, separable_data
-
-
-def cosine_sigma(t):
-    """An annealed LE-SAM budget σ(t) (the training schedule of the LE-SAM paper)."""
-    return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 2.0, 1.0)))
-
+from tests.helpers import all_methods, cosine_sigma, separable_data
 
 ORDER_CASES = {
     "gd": flows.GD(),

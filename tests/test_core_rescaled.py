@@ -5,12 +5,16 @@ import numpy as np
 import pytest
 
 import flows
+from tests.helpers import cosine_sigma
 
 CASES = {
     "gd_L2": (flows.GD(), 2, 0.3),
     "l2sam_L2": (flows.L2SAM(0.2), 2, 0.5),
     "l2sam_L3": (flows.L2SAM(0.1), 3, 0.6),
     "lesam_L2": (flows.LESAM(0.35, 0.3), 2, 0.5),
+    # σ(t) read at the real time t(τ) carried in the rescaled state (issue 11: read
+    # at τ the directions differed by 2.2e-2).
+    "lesam_schedule_L2": (flows.LESAM(cosine_sigma, 0.3), 2, 0.5),
 }
 
 
@@ -44,6 +48,9 @@ def test_rescaled_and_plain_flows_trace_the_same_path(name):
     assert np.max(np.linalg.norm(dir_plain - dir_resc, axis=1)) < 1e-6
     # and the plain flow moved far enough for this to mean something
     assert n_plain[-1] > 3 * n_plain[0]
+    if method.time_dependent:  # the real time carried at matched ‖β‖ is the plain t
+        t_at = jax.jit(jax.vmap(resc.interpolation.t_real))(0.5 * (lo + hi))
+        np.testing.assert_allclose(np.asarray(t_at), np.asarray(plain.ts), rtol=1e-6)
 
 
 def test_rescaled_clock_matches_integrated_loss_derivative():
@@ -60,6 +67,46 @@ def test_rescaled_clock_matches_integrated_loss_derivative():
     assert lhs == pytest.approx(np.exp(mu * b0) + mu * b0 + mu**2 * 50.0, rel=1e-9)
     tau = (beta_t - b0) / mu
     resc = flows.solve(
-        flows.GD(), data, np.array([[b0]]), t1=tau, ts=[tau], rescaled=True, rtol=1e-12, atol=1e-14
-    )
+        flows.GD(), data, np.array([[b0]]), t1=tau, ts=[tau], rescaled=True,
+        options=flows.SolverOptions(rtol=1e-12, atol=1e-14, real_time=True),
+    )  # fmt: skip
     assert float(resc.beta[-1, 0]) == pytest.approx(beta_t, rel=1e-10)
+    # the real time carried in the rescaled state (issue 11)
+    assert float(resc.t_real[-1]) == pytest.approx(50.0, rel=1e-9)
+    assert float(resc.t_real_end) == pytest.approx(50.0, rel=1e-9)
+    np.testing.assert_array_equal(plain.t_real, plain.ts)  # the plain flow's own clock
+
+
+def test_real_clock_finite_where_the_loss_derivative_underflows():
+    """dt/dτ = exp(−log(−ℓ'(m̂))), log(−ℓ') from flows.log_speed (finite at any margin).
+
+    GD, L = 1, logistic: β = β0 + μτ and t = ∫(1 + e^{μβ}) dτ; past m ≈ 745, −ℓ'(m)
+    underflows to 0; the clock is reported up to dt/dτ = e^600, as inf after.
+    """
+    z = np.linspace(-30.0, 30.0, 13)
+    for loss in ("logistic", "exponential"):
+        np.testing.assert_allclose(
+            flows.log_speed(loss, z), np.log(-np.asarray(flows.loss_derivative(loss, z))),
+            rtol=1e-12, atol=1e-12,
+        )  # fmt: skip
+    mu, b0 = 1.0, 0.0
+    taus = np.array([1.0, 5.0, 25.0])
+    options = flows.SolverOptions(escape_tol=None, rtol=1e-12, atol=1e-14, real_time=True)
+    resc = flows.solve(
+        flows.GD(), flows.single_example([mu]), np.array([[b0]]), t1=800.0, ts=taus,
+        rescaled=True, options=options,
+    )  # fmt: skip
+    assert resc.status_name == "ok"
+    # t(τ) = τ + (e^{μτ} − 1)/μ for β0 = 0
+    expected = taus + np.expm1(mu * taus) / mu
+    np.testing.assert_allclose(np.asarray(resc.t_real), expected, rtol=1e-8)
+    assert float(resc.t_real_end) == np.inf  # e^{800}: past the range, but no NaN anywhere
+    assert int(resc.n_steps) < 1000
+    # not carried (GD ignores the time): NaN, and the same path
+    bare = flows.solve(
+        flows.GD(), flows.single_example([mu]), np.array([[b0]]), t1=800.0, ts=taus,
+        rescaled=True, options=options.replace(real_time=False),
+    )  # fmt: skip
+    assert np.all(np.isnan(np.asarray(bare.t_real)))
+    np.testing.assert_allclose(np.asarray(bare.thetas), np.asarray(resc.thetas), rtol=1e-9)
+    assert np.all(np.isfinite(np.asarray(resc.thetas)))

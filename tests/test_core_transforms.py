@@ -13,11 +13,12 @@ def test_trajectory_is_a_float64_pytree():
     )
     leaves = jax.tree_util.tree_leaves(traj)
     assert len(leaves) >= 9
-    for leaf in leaves:
-        assert leaf.dtype in (jnp.float64, jnp.int64), leaf.dtype
+    for leaf in leaves:  # float64 values, int64 codes and counts, bool flags (`ambiguous`)
+        assert leaf.dtype in (jnp.float64, jnp.int64, jnp.bool_), leaf.dtype
+    assert traj.ambiguous.dtype == jnp.bool_
     assert traj.status.dtype == jnp.int64
     assert flows.Status.name(traj.status) == "ok"
-    assert list(flows.Status.name(np.array([0, 1, 2, 3, 4, 5]))) == list(flows.Status.NAMES)
+    assert list(flows.Status.name(np.array([0, 1, 2, 3, 4, 5, 6]))) == list(flows.Status.NAMES)
 
 
 def test_vmap_solve_over_alpha_and_rho_equals_single_solves():

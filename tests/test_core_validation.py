@@ -1,6 +1,7 @@
 """Bad input gets a ValueError naming the argument (issue 2, test 7)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -8,6 +9,10 @@ import flows
 
 DATA = flows.single_example([1.0, 2.0])
 THETA = flows.balanced_init(0.5, 2, d=2)
+
+
+def _solve_schedule(sigma):
+    return flows.solve(flows.LESAM(sigma, 0.3), DATA, THETA, t1=1.0)
 
 
 @pytest.mark.parametrize(
@@ -72,6 +77,23 @@ THETA = flows.balanced_init(0.5, 2, d=2)
             ),
             "`rescaled=True`",
         ),
+        # an LE-SAM schedule σ(t) must give a finite number >= 0 (issue 11)
+        (lambda: _solve_schedule(lambda t: jnp.nan * t), "`sigma`"),
+        (lambda: _solve_schedule(lambda t: 0.3 - t), "`sigma`"),  # negative at t1
+        (lambda: _solve_schedule(lambda t: jnp.array([0.1, 0.2])), "`sigma`"),
+        (lambda: _solve_schedule(lambda: 0.1), "`sigma`"),  # not a function of t
+        # the options object (issue 11)
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, options={"rtol": 1e-9}), "`options`"),
+        (
+            lambda: flows.solve(
+                flows.GD(), DATA, THETA, t1=1.0, rtol=1e-9, options=flows.SolverOptions()
+            ),
+            "`options`",
+        ),
+        (lambda: flows.SolverOptions(rtol=2.0), "`rtol`"),
+        (lambda: flows.SolverOptions(real_time="yes"), "`real_time`"),
+        (lambda: flows.SolverOptions(backend="scipy", dense=True), "`dense`"),
+        (lambda: flows.SolverOptions(backend="scipy", solver="tsit5"), "`solver`"),
         (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.0, steps=10), "`lr`"),
         (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=0), "`steps`"),
         (lambda: flows.iterate(flows.GD(), DATA, THETA, lr=0.1, steps=10, every=3), "`steps`"),
@@ -81,6 +103,7 @@ THETA = flows.balanced_init(0.5, 2, d=2)
     ],
 )
 def test_bad_input_raises_value_error_naming_argument(call, name):
+    """Each call raises a ValueError whose message names the argument."""
     with pytest.raises(ValueError, match=name.replace("(", r"\(").replace("[", r"\[")):
         call()
 
@@ -223,3 +246,13 @@ def test_object_arrays_of_numbers_are_accepted():
     assert np.asarray(data.X).tolist() == [[1.0, 2.0]]
     with pytest.raises(TypeError, match="`mu`"):
         flows.single_example(np.array([1, None], dtype=object))
+
+
+def test_options_object_equals_its_keywords():
+    """``options=SolverOptions(...)`` is the same solve as the keywords it holds."""
+    kw = dict(rtol=1e-9, atol=1e-11, max_steps=500, collapse_tol=None)
+    a = flows.solve(flows.L2SAM(0.2), DATA, THETA, t1=2.0, **kw)
+    b = flows.solve(flows.L2SAM(0.2), DATA, THETA, t1=2.0, options=flows.SolverOptions(**kw))
+    np.testing.assert_array_equal(np.asarray(a.thetas), np.asarray(b.thetas))
+    assert int(a.n_steps) == int(b.n_steps)
+    assert flows.SolverOptions(**kw).replace(rtol=1e-7).rtol == 1e-7

@@ -286,9 +286,24 @@ def test_delta_validation():
     assert flows.LinfSAM(0.1).delta is None
 
 
-def test_filippov_rejects_dense():
-    with pytest.raises(ValueError, match="dense"):
-        _solve_l2([0.3, 0.5, 0.7], 1.0, None, dense=True)
+def test_dense_output_across_segments_closed_form():
+    """``dense=True`` joins the segments' interpolants (issue 11): θ(τ) anywhere, including
+    inside the step cut short by the death event and on the sliding segment after it."""
+    alpha = np.array([0.3, 0.5, 0.7])
+    traj = _solve_l2(alpha, 2.0, None, dense=True)
+    assert traj.status_name == "ok" and int(traj.n_switches) == 1
+    tau_dead = np.log(RHO / (RHO - alpha[0])) / MU3[0]
+    taus = np.concatenate(
+        [np.linspace(0.0, 2.0, 97), tau_dead + np.array([-1e-6, -1e-9, 0.0, 1e-9, 1e-6])]
+    )
+    w = np.asarray(jax.vmap(traj.evaluate)(taus))  # (T, 2, 3)
+    expected = _l2_closed_form(alpha, MU3, RHO, taus)
+    np.testing.assert_allclose(w[:, 0], expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(w[:, 1], expected, rtol=1e-7, atol=1e-9)
+    # it agrees with the saved states, and is NaN outside [0, t_end] like diffrax's
+    saved = np.asarray(jax.vmap(traj.evaluate)(traj.ts))
+    np.testing.assert_allclose(saved, np.asarray(traj.thetas), rtol=1e-12, atol=1e-15)
+    assert np.all(np.isnan(np.asarray(traj.evaluate(2.5))))
 
 
 def _reduced_l2_plain_flow(mu, alpha, rho, ts, dead_rule):
@@ -338,6 +353,7 @@ def test_dead_coordinate_chatters_in_phase_and_keeps_the_discrete_clock():
         collapse_tol=None,
     )  # fmt: skip
     assert flow.status_name == "ok" and int(flow.n_switches) == 1
+    assert not bool(flow.ambiguous)  # balanced: the layers die together
     t_death, in_phase = _reduced_l2_plain_flow(mu, alpha, RHO, ts, "in-phase")
     _, independent = _reduced_l2_plain_flow(mu, alpha, RHO, ts, "independent")
     assert abs(float(flow.t_sliding) - (t1 - t_death)) < 1e-8
@@ -351,3 +367,180 @@ def test_dead_coordinate_chatters_in_phase_and_keeps_the_discrete_clock():
     errors = np.array(errors)
     assert np.all(np.abs(errors[:-1] / errors[1:] - 2) < 0.1), errors  # order 1
     assert errors[-1] < 0.01 * gap, (errors, gap)
+
+
+# --- issue 11: any number of sliding coordinates, partly dead, curved, stiff, flags --
+
+
+def _discrete_errors(rho, data, theta0, t1, n_list, flow):
+    """Max error of the iterates (η = t1/N, N doubling) at the flow's equispaced saving
+    times, after checking that it halves with η (order 1)."""
+    n_saved = flow.ts.shape[0] - 1
+    errors = []
+    for n in n_list:
+        it = flows.iterate(
+            flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=n // n_saved
+        )
+        errors.append(np.abs(np.asarray(it.thetas) - np.asarray(flow.thetas)).max())
+    errors = np.array(errors)
+    assert np.all(np.abs(errors[:-1] / errors[1:] - 2) < 0.3), errors  # order 1
+    return errors
+
+
+def _richardson(values):
+    """Order-1 extrapolation of a quantity at η, η/2, η/4 to η → 0, and the ratio of
+    successive differences (2 at order 1)."""
+    v = np.asarray(values)
+    return 2 * v[-1] - v[-2], (v[-3] - v[-2]) / (v[-2] - v[-1])
+
+
+def test_many_dead_coordinates_keep_the_in_phase_product():
+    """Five dead coordinates at once (issue 11, defect 1): each chatters in phase, so
+    β̂_j = ρ² on all of them and the sixth coordinate's clock follows the iterates'.
+    Before, those past the 4th got β̂_j = 0 (w₆(6) = 1.13060 against the limit 1.1089)."""
+    mu, rho, t1 = np.arange(1.0, 7.0), 0.2, 6.0
+    alpha = np.array([0.02] * 5 + [0.5])
+    data, theta0 = flows.single_example(mu), flows.balanced_init(jnp.asarray(alpha), 2)
+    flow = flows.solve(
+        flows.LinfSAM(rho), data, theta0, t1=t1, ts=jnp.array([0.0, t1]), collapse_tol=None
+    )
+    assert flow.status_name == "ok" and int(flow.n_switches) == 5
+    assert not bool(flow.ambiguous)
+    np.testing.assert_array_less(np.abs(np.asarray(flow.theta_end)[:, :5]), 1e-12)
+    w6 = []
+    for n in (1200, 2400, 4800):
+        it = flows.iterate(flows.LinfSAM(rho), data, theta0, lr=t1 / n, steps=n, every=n)
+        w6.append(float(it.thetas[-1, 0, 5]))
+    limit, ratio = _richardson(w6)
+    assert abs(ratio - 2) < 0.3, w6  # order 1
+    assert abs(float(flow.theta_end[0, 5]) - limit) < 1e-5, (float(flow.theta_end[0, 5]), w6)
+
+
+def _reduced_partly_dead_l3(mu, rho, a0, b0, c0, ts):
+    r"""Plain L = 3 flow, coordinate 1 = (a, a, b) with a < ρ < b, coordinate 2 = (c, c, c).
+
+    All gradients have the sign of :math:`-\prod_{l'\ne l}w`, so :math:`\hat w=w-\rho`:
+    :math:`\dot a=q\mu_1(a-\rho)(b-\rho)`, :math:`\dot b=q\mu_1(a-\rho)^2`,
+    :math:`\dot c=q\mu_2(c-\rho)^2`, :math:`q=1/(1+e^{\hat m})`. Once a = 0 the two zero
+    layers chatter in phase (:math:`\hat w_1\hat w_2=\rho^2`) and the third keeps
+    :math:`\hat w_3=b-\rho` (its gradient :math:`\propto a^2` keeps its sign):
+    :math:`\dot b=q\mu_1\rho^2`, :math:`\hat m=\mu_1\rho^2(b-\rho)+\mu_2(c-\rho)^3`.
+    """
+
+    def field(_, z):
+        a, b, c = z
+        if a > 0:
+            m = mu[0] * (a - rho) ** 2 * (b - rho) + mu[1] * (c - rho) ** 3
+            q = 1 / (1 + np.exp(m))
+            return [q * mu[0] * (a - rho) * (b - rho), q * mu[0] * (a - rho) ** 2,
+                    q * mu[1] * (c - rho) ** 2]  # fmt: skip
+        m = mu[0] * rho**2 * (b - rho) + mu[1] * (c - rho) ** 3
+        q = 1 / (1 + np.exp(m))
+        return [0.0, q * mu[0] * rho**2, q * mu[1] * (c - rho) ** 2]
+
+    def death(_, z):
+        return z[0]
+
+    death.terminal = True
+    kw = dict(rtol=1e-12, atol=1e-14, dense_output=True)
+    first = scipy.integrate.solve_ivp(field, (0, ts[-1]), [a0, b0, c0], events=death, **kw)
+    t_death, z = first.t[-1], first.y[:, -1].copy()
+    z[0] = 0.0
+    second = scipy.integrate.solve_ivp(field, (t_death, ts[-1]), z, **kw)
+    out = np.array([first.sol(t) if t <= t_death else second.sol(t) for t in ts])
+    out[ts > t_death, 0] = 0.0
+    a, b, c = out.T
+    return t_death, np.stack([np.stack([a, a, b], 1), np.stack([c, c, c], 1)], 2)  # (T, 3, 2)
+
+
+def test_partly_dead_coordinate_at_depth_three():
+    """L = 3, two of a coordinate's three layers die together (issue 11, defect 4): they
+    chatter in phase, while the third layer's sign is held (its gradient ∝ w₁w₂ ≥ 0),
+    so β̂ = ρ²(b − ρ). Against a reduced ODE (scipy) and discrete runs at order 1."""
+    mu, rho, t1 = np.array([1.0, 0.5]), 0.5, 8.0
+    theta0 = jnp.array([[0.2, 0.7], [0.2, 0.7], [0.9, 0.7]])
+    data = flows.single_example(mu)
+    ts = np.linspace(0.0, t1, 33)
+    flow = flows.solve(
+        flows.LinfSAM(rho), data, theta0, t1=t1, ts=jnp.asarray(ts), collapse_tol=None,
+        rtol=1e-11, atol=1e-13,
+    )  # fmt: skip
+    assert flow.status_name == "ok" and not bool(flow.ambiguous)
+    t_death, expected = _reduced_partly_dead_l3(mu, rho, 0.2, 0.9, 0.7, ts)
+    assert 1.0 < t_death < 0.8 * t1
+    np.testing.assert_allclose(np.asarray(flow.thetas), expected, atol=1e-8)
+    np.testing.assert_allclose(float(flow.t_sliding), t1 - t_death, atol=1e-8)
+    errors = _discrete_errors(rho, data, theta0, t1, (800, 1600, 3200), flow)
+    assert errors[-1] < 5e-3, errors
+
+
+def test_two_coordinates_slide_on_curved_surfaces_with_dense_output():
+    """Non-separable data (n = 4): the flow ends sliding on ∂L/∂β₁ = ∂L/∂β₂ = 0, two
+    curved surfaces at once (issue 11, defect 4), where the iterates converge at
+    order 1; the joined dense output serves ``analysis.switch_times`` (defect 3)."""
+    import analysis
+
+    X = np.array([[1.0, 0.3], [-0.5, 1.0], [0.4, -0.8], [-0.6, -0.2]])
+    data = flows.Dataset(X, np.ones(4))
+    theta0 = flows.balanced_init(np.array([0.9, 0.8]), 2)
+    rho, t1 = 0.05, 20.0
+    ts = jnp.linspace(0.0, t1, 41)
+    flow = flows.solve(
+        flows.LinfSAM(rho), data, theta0, t1=t1, ts=ts, collapse_tol=None, rtol=1e-10,
+        atol=1e-12, dense=True,
+    )  # fmt: skip
+    assert flow.status_name == "ok" and not bool(flow.ambiguous)
+    r = jax.grad(lambda b: flows.objective(b[None], data))(flows.beta(flow.theta_end))
+    assert np.all(np.abs(np.asarray(r)) < 1e-10) and float(flow.t_sliding) > 1.0
+    np.testing.assert_array_less(0.5, np.asarray(flow.theta_end))  # weights far from 0
+    errors = _discrete_errors(rho, data, theta0, t1, (2000, 4000, 8000), flow)
+    assert errors[-1] < 3e-5, errors
+    saved = np.asarray(jax.vmap(flow.evaluate)(ts))
+    np.testing.assert_allclose(saved, np.asarray(flow.thetas), rtol=1e-12, atol=1e-15)
+    switches = analysis.switch_times(flow)
+    assert np.all((np.asarray(switches.times) >= 0) & (np.asarray(switches.times) <= t1))
+
+
+def test_stiff_solver_filippov_closed_form():
+    """The Kvaerno5 (ESDIRK) Filippov path (issue 11, defect 4) against the L = 2 closed form."""
+    alpha = np.array([0.3, 0.5, 0.7])
+    ts = jnp.linspace(0.0, 2.0, 41)
+    traj = _solve_l2(alpha, 2.0, ts, solver="kvaerno5", rtol=1e-10, atol=1e-12)
+    assert traj.status_name == "ok" and int(traj.n_switches) == 1
+    expected = _l2_closed_form(alpha, MU3, RHO, ts)
+    np.testing.assert_allclose(np.asarray(traj.thetas[:, 0]), expected, rtol=1e-7, atol=1e-9)
+    tau_dead = np.log(RHO / (RHO - alpha[0])) / MU3[0]
+    np.testing.assert_allclose(float(traj.t_sliding), 2.0 - tau_dead, rtol=1e-8)
+
+
+def test_unbalanced_dead_coordinate_is_flagged_and_warned():
+    """Layers that die at different times (issue 11, defect 5): the discrete iterates slip
+    between sign phases and have no η → 0 limit (w₂(8) = 1.977, 2.009, 1.968, 1.983,
+    1.969 for η = 8/1280 … 8/20480, see flows._filippov), so the flow says so."""
+    data = flows.single_example([1.0, 2.0])
+    theta0 = jnp.array([[0.3, 0.7], [0.15, 0.7]])
+    with pytest.warns(UserWarning, match="ambiguous"):
+        flow = flows.solve(flows.LinfSAM(RHO), data, theta0, t1=8.0, collapse_tol=None)
+    assert flow.status_name == "ok" and bool(flow.ambiguous)
+    np.testing.assert_allclose(np.asarray(flow.theta_end[:, 0]), 0.0, atol=1e-12)
+
+
+def test_sliding_control_residual_is_checked():
+    """The Newton solve for the sliding control reports whether ḣ_S = 0 was met (issue 11,
+    defect 6). One sliding component of a live coordinate: solvable. Both layers of a
+    live coordinate with unequal weights share one control but give two independent
+    equations: no solution, and ``ok`` is False (a run stops with ``sliding_failed``)."""
+    from flows._filippov import system
+
+    data = flows.single_example([1.0, 2.0])
+    theta = jnp.array([[0.3, 0.7], [0.6, 0.7]])
+    sys = system(flows.LinfSAM(RHO), data, "logistic", False, theta.shape)
+    sigma = jnp.where(sys.h(theta) >= 0, 1.0, -1.0)
+    one = jnp.zeros(theta.shape, bool).at[0, 0].set(True)
+    v, _, ok = sys.equivalent_control(0.0, theta, sigma, one)
+    hdot = sys.hdot(theta, sys.field(0.0, theta, sigma, one, v))
+    assert bool(ok) and abs(float(hdot[0, 0])) < 1e-12
+    both = one.at[1, 0].set(True)
+    _, _, ok = sys.equivalent_control(0.0, theta, sigma, both)
+    assert not bool(ok)
+    assert flows.Status.NAMES[flows.Status.SLIDING_FAILED] == "sliding_failed"

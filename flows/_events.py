@@ -1,0 +1,129 @@
+r"""Stopping events and the status each backend reports (one definition each).
+
+A run stops at ``t1`` or at the first event :math:`c(\theta)=0` (see
+:func:`flows.solve`); the status codes are :class:`flows.Status`. Both backends
+(``flows._diffrax``, ``flows._scipy``) and both kinds of field (smooth and
+Filippov) take their conditions, root finder and status mapping from here.
+"""
+
+import diffrax
+import jax.numpy as jnp
+import numpy as np
+import optimistix as optx
+
+from ._problem import objective
+from ._trajectory import Status
+
+
+class Bisection(optx.Bisection):
+    """Bisection that stops when the bracket is small, whatever |c| is then.
+
+    ``optx.Bisection`` (and ``optx.Newton``) also demand |c| < atol, which is
+    unattainable where rounding t moves c by more than atol: near a finite-time
+    blow-up, or where the interpolant of a step through a collapse at the origin
+    wiggles. The bracket [t_prev, t_next] of the step that changed sign always
+    holds a root, so halving it to 1e-13 relative locates the event to 1e-13.
+    Use it with ``flip=True`` (the condition goes from positive to non-positive):
+    sign detection would raise where the condition ends exactly at 0, and for the
+    batch members without an event, which diffrax root-finds under ``vmap`` too.
+    """
+
+    def terminate(self, fn, y, args, options, state, tags):
+        del fn, args, options, tags
+        small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
+        return small, optx.RESULTS.successful
+
+
+def diffrax_event(condition) -> diffrax.Event:
+    """A diffrax event at the first downcrossing of 0 by ``condition(t, y, args)``.
+
+    One scalar condition, positive while the run goes on, located by :class:`Bisection`.
+    """
+    return diffrax.Event(
+        lambda t, y, args, **kw: condition(t, y, args),
+        root_finder=Bisection(rtol=1e-13, atol=1e-14, flip=True),
+        direction=False,
+    )
+
+
+def stop_conditions(data, loss, theta0, options, rescaled):
+    """The continuous stopping conditions ``c(θ)`` (event when c crosses 0), one place.
+
+    Each is scaled so that one rounding step in t moves it by far less than the
+    root finder's tolerance: near a collapse ‖θ‖ moves linearly in t, so the
+    collapse condition is linear in ‖θ‖/‖θ₀‖; growth and loss decay are
+    exponential in t, so those conditions are logarithms. Returns a list of
+    ``(c, direction, status)`` with direction ``-1`` for a downcrossing and
+    ``+1`` for an upcrossing.
+    """
+    norm0 = jnp.linalg.norm(theta0)
+    collapse, escape, loss_tol = options.collapse_tol, options.escape(rescaled), options.loss_tol
+    out = []
+    if collapse is not None:
+        out.append((lambda y: jnp.linalg.norm(y) / norm0 - collapse, -1, Status.COLLAPSED))
+    if escape is not None:
+        out.append(
+            (lambda y: jnp.log(jnp.linalg.norm(y) / norm0) - np.log(escape), +1, Status.ESCAPED)
+        )
+    if loss_tol is not None:
+        out.append(
+            (lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1, Status.CONVERGED)
+        )
+    return out
+
+
+def status_from_result(result, event_code):
+    """The :class:`Status` of a ``diffeqsolve``: ``event_code`` if an event stopped it.
+
+    Reaching t1 is ``ok``, a spent budget ``max_steps``, any other solver failure
+    ``nonfinite``.
+    """
+    return jnp.where(
+        result == diffrax.RESULTS.successful,
+        Status.OK,
+        jnp.where(
+            result == diffrax.RESULTS.event_occurred,
+            event_code,
+            jnp.where(
+                result == diffrax.RESULTS.max_steps_reached, Status.MAX_STEPS, Status.NONFINITE
+            ),
+        ),
+    )
+
+
+def scipy_status(sol, codes):
+    """The :class:`Status` of a ``solve_ivp`` result whose terminal events have ``codes``.
+
+    Reaching t1 is ``ok``, the first event that fired gives its code, a failure
+    or a non-finite final state is ``nonfinite``.
+    """
+    if sol.status < 0 or not np.all(np.isfinite(sol.y[:, -1])):
+        return Status.NONFINITE
+    if sol.status == 0:
+        return Status.OK
+    fired = [i for i, te in enumerate(sol.t_events) if len(te)]
+    return codes[fired[0]]
+
+
+def step_budget_event(max_steps):
+    """A terminal ``solve_ivp`` event that fires once ``max_steps`` steps were taken.
+
+    ``solve_ivp`` has no step budget, but it evaluates events once at the end of
+    every step (at increasing t) before it root-finds. The event counts those
+    calls; when the budget is spent it becomes the deterministic function
+    ``t_mid - t`` (``t_mid`` the middle of the last step), so that the root
+    finder sees a sign change and stops the run inside the last step.
+    """
+    state = {"count": 0, "t_last": -np.inf, "t_mid": None}
+
+    def budget(t, y):
+        del y
+        if state["t_mid"] is None and t > state["t_last"]:
+            state["count"] += 1
+            if state["count"] > max_steps:  # the first call is at t0, before any step
+                state["t_mid"] = 0.5 * (state["t_last"] + t)
+            state["t_last"] = t
+        return 1.0 if state["t_mid"] is None else state["t_mid"] - t
+
+    budget.terminal, budget.direction = True, -1
+    return budget

@@ -1,0 +1,189 @@
+r"""The scipy backend (``solve_ivp``): the independent, eager reference.
+
+Both drivers take ``(field, theta0, ts, t1, options)`` like the diffrax ones
+(``flows._diffrax``) and return a :class:`~flows.Trajectory`. The state is
+flattened to a vector; for the rescaled flow it ends with the clock state
+(``flows._dynamics``). Implicit methods get the autodiff Jacobian.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.integrate
+
+from ._dynamics import clock_of, initial_state, theta_of
+from ._events import scipy_status, step_budget_event, stop_conditions
+from ._trajectory import Status, make_trajectory
+
+_STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it (as diffrax)
+
+
+class _Flat(eqx.Module):
+    """Flatten a state (θ, or (θ, c)) to a vector and back."""
+
+    shape: tuple = eqx.field(static=True)
+    clock: bool = eqx.field(static=True)
+
+    def ravel(self, y):
+        if self.clock:
+            return jnp.concatenate([y[0].ravel(), y[1]])
+        return y.ravel()
+
+    def unravel(self, z):
+        theta = z[: int(np.prod(self.shape))].reshape(self.shape)
+        return (theta, z[-2:]) if self.clock else theta
+
+
+@eqx.filter_jit
+def _flat_call(fn, flat, s, z, *args):
+    return flat.ravel(fn(s, flat.unravel(z), *args))
+
+
+@eqx.filter_jit
+def _flat_jacobian(fn, flat, s, z, *args):
+    return jax.jacfwd(lambda x: _flat_call(fn, flat, s, x, *args))(z)
+
+
+def _stop_events(data, loss, theta0, options, rescaled, flat):
+    """``solve_ivp`` events for the stopping conditions, and their status codes."""
+    events, codes, fns = [], [], []
+    for c, direction, code in stop_conditions(data, loss, theta0, options, rescaled):
+        c = jax.jit(c)
+        ev = lambda s, z, c=c: float(c(theta_of(flat.unravel(z))))  # noqa: E731
+        ev.terminal, ev.direction = True, direction
+        events.append(ev)
+        codes.append(code)
+        fns.append((c, direction, code))
+    return events, codes, fns
+
+
+def _saved(sol, ts, s0, s_end, flat, out):
+    """Write the dense solution at the saving times in ``[s0, s_end]`` into ``out``."""
+    inside = (ts >= s0) & (ts <= s_end)
+    if inside.any():
+        out[inside] = sol.sol(ts[inside]).T
+    return out
+
+
+def _trajectory(ts, out, flat, data, loss, rescaled, s_end, z_end, **kw):
+    ys = jax.vmap(flat.unravel)(jnp.asarray(out))
+    y_end = flat.unravel(jnp.asarray(z_end))
+    return make_trajectory(
+        ts,
+        theta_of(ys),
+        data,
+        loss,
+        t_end=s_end,
+        theta_end=theta_of(y_end),
+        t_real=clock_of(ys, jnp.asarray(ts), rescaled),
+        t_real_end=clock_of(y_end, jnp.asarray(s_end), rescaled),
+        **kw,
+    )
+
+
+def _solve_ivp(fun, jac, s0, t1, z0, events, options):
+    implicit = options.solver in ("LSODA", "Radau", "BDF")
+    return scipy.integrate.solve_ivp(
+        fun,
+        (float(s0), float(t1)),
+        z0,
+        method=options.solver,
+        rtol=options.rtol,
+        atol=options.atol,
+        jac=jac if implicit else None,
+        events=events,
+        dense_output=True,
+    )
+
+
+def solve_smooth(field, theta0, ts, t1, options):
+    """Integrate a smooth field with one ``solve_ivp`` (the reference)."""
+    flat = _Flat(theta0.shape, field.clock)
+    fn = lambda s, y: field(s, y)  # noqa: E731
+    # solve_ivp passes t as a Python float, which filter_jit would treat as static
+    # and recompile for at every new t (30-60 s per solve; issue 6): pass an array.
+    fun = lambda s, z: np.asarray(_flat_call(fn, flat, np.asarray(s), z))  # noqa: E731
+    jac = lambda s, z: np.asarray(_flat_jacobian(fn, flat, np.asarray(s), z))  # noqa: E731
+    events, codes, _ = _stop_events(field.data, field.loss, theta0, options, field.rescaled, flat)
+    events.append(step_budget_event(options.max_steps))
+    codes.append(Status.MAX_STEPS)
+    z0 = np.asarray(flat.ravel(initial_state(theta0, field.clock)))
+    sol = _solve_ivp(fun, jac, 0.0, t1, z0, events, options)
+    tsn = np.asarray(ts)
+    out = _saved(sol, tsn, 0.0, sol.t[-1], flat, np.full((tsn.shape[0], z0.size), np.nan))
+    return _trajectory(
+        tsn, out, flat, field.data, field.loss, field.rescaled, sol.t[-1], sol.y[:, -1],
+        status=scipy_status(sol, codes), n_steps=len(sol.t) - 1, n_rejected=-1,
+    )  # fmt: skip
+
+
+@eqx.filter_jit
+def _call(sys, name, *args):
+    """``sys.name(*args)``, compiled once per system shape."""
+    return getattr(sys, name)(*args)
+
+
+def solve_filippov(system, theta0, ts, t1, options):
+    r"""The Filippov flow of ``flows._diffrax.solve_filippov``, eagerly, with ``solve_ivp``.
+
+    The independent reference: the segments are ``solve_ivp`` runs whose events
+    (the switch condition and the stopping conditions) are located by scipy; only
+    the mode logic (``decide``) and the fields are shared. ``n_rejected`` is -1
+    (scipy does not report it).
+    """
+    flat = _Flat(theta0.shape, system.clock)
+    velocity = lambda s, y, sigma, sliding: system.velocity(s, y, sigma, sliding)  # noqa: E731
+    stop_events, stop_codes, stops = _stop_events(
+        system.data, system.loss, theta0, options, system.rescaled, flat
+    )
+    tsn = np.asarray(ts)
+    z = np.asarray(flat.ravel(initial_state(theta0, system.clock)))
+    out = np.full((tsn.shape[0], z.size), np.nan)
+    s, mode = 0.0, system.initial_mode(theta0)
+    status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
+    while status is None:
+        theta = theta_of(flat.unravel(jnp.asarray(z)))
+        mode, (ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
+        ambiguous = ambiguous or bool(flagged)
+        if not bool(ok):  # where the mode is chosen (the end of the run: below)
+            status = Status.SLIDING_FAILED
+            break
+
+        def fun(s_, z_, mode=mode):
+            return np.asarray(_flat_call(velocity, flat, np.asarray(s_), z_, *mode[:2]))
+
+        def on_switch(s_, z_, mode=mode):
+            theta_ = theta_of(flat.unravel(jnp.asarray(z_)))
+            return float(_call(system, "switch_condition", jnp.asarray(s_), theta_, mode))
+
+        on_switch.terminal, on_switch.direction = True, -1
+        events = [on_switch, *stop_events, step_budget_event(max(options.max_steps - steps, 1))]
+        sol = _solve_ivp(fun, None, s, t1, z, events, options)
+        s_end = float(sol.t[-1])
+        out = _saved(sol, tsn, s, s_end, flat, out)
+        steps += len(sol.t) - 1
+        if np.any(mode[1]):
+            t_slide += s_end - s
+        s, z = s_end, sol.y[:, -1]
+        theta = theta_of(flat.unravel(jnp.asarray(z)))
+        code = scipy_status(sol, [None, *stop_codes, Status.MAX_STEPS])
+        stopped = [k for c, d, k in stops if float(-d * c(theta)) <= _STOP_TOL]
+        if code in (Status.OK, Status.NONFINITE):
+            status = code
+        elif stopped:
+            status = stopped[0]
+        elif code is not None:
+            status = code
+        elif steps >= options.max_steps:
+            status = Status.MAX_STEPS
+        else:
+            switches += 1
+        if status is not None and status != Status.NONFINITE:
+            if not bool(_call(system, "check", jnp.asarray(s), theta, mode)):
+                status = Status.SLIDING_FAILED
+    return _trajectory(
+        tsn, out, flat, system.data, system.loss, system.rescaled, s, z, status=status,
+        n_steps=steps,
+        n_rejected=-1, n_switches=switches, t_sliding=t_slide, ambiguous=ambiguous,
+    )  # fmt: skip
