@@ -21,10 +21,7 @@ from ._solve import DIFFRAX_SOLVERS as DIFFRAX_SOLVERS
 from ._solve import SCIPY_SOLVERS as SCIPY_SOLVERS
 from ._solve import solve as solve
 from ._sweep import SweepResult as SweepResult
-from ._sweep import chunk_efficiency as chunk_efficiency
-from ._sweep import default_chunk as default_chunk
 from ._sweep import load_sweep as load_sweep
 from ._sweep import sweep as sweep
-from ._sweep import usable_cores as usable_cores
 from ._trajectory import Status as Status
 from ._trajectory import Trajectory as Trajectory

@@ -112,7 +112,7 @@ def test_vector_parameters_and_zip_grids():
     np.testing.assert_allclose(r["grad"][1], direct, rtol=1e-14)
 
 
-def test_one_failing_point_does_not_kill_the_sweep():
+def test_one_failing_point_does_not_kill_the_sweep(capfd):
     def fragile(x):
         x = eqx.error_if(x, x == 3.0, "bad point")
         return {"y": 2.0 * x, "n": jnp.asarray(1)}
@@ -121,7 +121,13 @@ def test_one_failing_point_does_not_kill_the_sweep():
     assert r["failed"].tolist() == [False, False, False, True, False, False, False, False]
     assert np.isnan(r["y"][3]) and r["n"][3] == -1
     np.testing.assert_array_equal(np.delete(r["y"], 3), 2.0 * np.delete(np.arange(8.0), 3))
-    assert "bad point" in r.manifest["errors"][0][1]
+    # One line on stderr for the failed point (issue 15: not a traceback per bisection
+    # step); the full message, with its traceback, in the manifest.
+    err = capfd.readouterr().err.strip().splitlines()
+    assert err == ["flows.sweep: point #3 (x=3.0) failed: _EquinoxRuntimeError: bad point"]
+    [entry] = r.manifest["errors"]
+    assert (entry["index"], entry["static"]) == (3, 0)
+    assert "bad point" in entry["error"] and "Traceback" in entry["detail"]
 
 
 def test_cache_hit_miss_and_reload(tmp_path):
