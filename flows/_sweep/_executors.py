@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -31,6 +30,7 @@ import numpy as np
 
 from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, usable_cores
 from ._key import code_version, package_versions
+from ._store import writable
 
 # XLA's CPU backend: no Eigen thread pool, one intra-op thread (one core per worker).
 ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -153,12 +153,7 @@ def _check_worker(folder: str, token: str) -> str | None:
     folder = Path(folder)
     if not (folder / token).exists():
         return f"does not see {folder} (not on storage shared with the client?)"
-    try:
-        with tempfile.TemporaryFile(dir=folder / "chunks"):
-            pass
-    except OSError as err:
-        return f"cannot write {folder / 'chunks'}: {err}"
-    return None
+    return writable(folder / "chunks")
 
 
 def _probe(chunk_fn, *args):

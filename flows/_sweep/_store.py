@@ -161,21 +161,27 @@ def save_chunk(path: str | Path, key: str, out: dict, errors: list) -> None:
     _save_npz(Path(path), payload)
 
 
+def writable(folder: Path) -> str | None:
+    """``None`` if this process can create and write files in ``folder``, else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder) as fh:
+            fh.write(b"x")
+            fh.flush()
+    except OSError as err:
+        return f"cannot write {folder}: {err}"
+    return None
+
+
 class Store:
     """The folder ``cache_dir/<key>`` of one sweep."""
 
     def __init__(self, cache_dir, key: str):
-        self.folder = Path(cache_dir) / key
+        self.folder = Path(cache_dir).absolute() / key  # workers may run in another folder
         self.key = key
-        try:
-            (self.folder / "chunks").mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=self.folder / "chunks"):
-                pass
-        except OSError as err:
-            raise ValueError(
-                f"`cache_dir` must be a folder this process can write; {str(cache_dir)!r} "
-                f"is not: {err}"
-            ) from None
+        why = writable(self.folder / "chunks")
+        if why is not None:
+            raise ValueError(f"`cache_dir` must be a folder this process can write; {why}.")
 
     def chunk_path(self, ci: int, lo: int, hi: int) -> Path:
         """The file of sorted points ``lo:hi`` of static combination ``ci``."""
