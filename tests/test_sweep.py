@@ -236,3 +236,90 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, sig):
         progress=False,
     )
     np.testing.assert_allclose(report["t_end"], full["t_end"], rtol=1e-12)
+
+
+def _damage(path, how):
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(b"not a zip file" * 10)
+    elif how == "flipped":  # a valid zip layout whose data no longer match their CRC-32
+        i = data.index(b"\x93NUMPY", len(data) // 3)  # an array member past the first
+        i += 200  # past its .npy header, inside its data
+        path.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1 :])
+
+
+def test_damaged_chunk_files_are_reported_once_and_recomputed(tmp_path, capfd):
+    kw = dict(chunk_size=1, cache_dir=tmp_path, progress=False, compile_cache=False)
+    grid = {"alpha": ALPHAS, "rho": RHOS}
+    first = flows.sweep(point, grid, **kw)
+    (first.path / "result.npz").unlink()
+    chunks = sorted((first.path / "chunks").glob("*.npz"))
+    assert len(chunks) == 6
+    kinds = ["truncated", "empty", "garbage", "flipped"]
+    for path, how in zip(chunks, kinds, strict=False):
+        _damage(path, how)
+    capfd.readouterr()
+    again = flows.sweep(point, grid, **kw)
+    assert (again.n_computed, again.n_cached) == (4, 2)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 4 and all("damaged chunk file" in line for line in lines)
+    assert sorted(p.name for p in chunks[:4]) == sorted(
+        next(p.name for p in chunks if p.name in line) for line in lines
+    )
+    for name in first.out:
+        assert np.array_equal(again[name], first[name], equal_nan=True), name
+    third = flows.sweep(point, grid, **kw)  # repaired: nothing reported, nothing computed
+    assert third.n_computed == 0 and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated", "empty", "flipped", "no manifest", "manifest {}", "no result"]
+)
+def test_damaged_result_names_the_folder_and_is_recomputed(tmp_path, capfd, how):
+    kw = dict(chunk_size=4, cache_dir=tmp_path, progress=False, compile_cache=False)
+    grid = {"alpha": ALPHAS, "rho": RHOS}
+    first = flows.sweep(point, grid, **kw)
+    folder = first.path
+    if how == "no manifest":
+        (folder / "manifest.json").unlink()
+    elif how == "manifest {}":
+        (folder / "manifest.json").write_text("{}")
+    elif how == "no result":
+        (folder / "result.npz").unlink()
+    else:
+        _damage(folder / "result.npz", how)
+    with pytest.raises(ValueError, match=f"`path` '{folder}' is not a finished, intact sweep"):
+        flows.load_sweep(folder)
+    capfd.readouterr()
+    again = flows.sweep(point, grid, **kw)  # rebuilt from the intact chunk files
+    assert (again.n_computed, again.n_cached) == (0, 2)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == (0 if how == "no result" else 1)
+    for name in first.out:
+        assert np.array_equal(flows.load_sweep(folder)[name], first[name], equal_nan=True)
+
+
+def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
+    def clash(x):
+        return {"y": x, "failed": x > 1}
+
+    with pytest.raises(ValueError, match=r"`fn` must not return outputs named \['failed'\]"):
+        flows.sweep(
+            clash,
+            {"x": np.arange(8.0)},
+            chunk_size=2,
+            cache_dir=tmp_path,
+            progress=False,
+            compile_cache=False,
+        )
+    assert not list(tmp_path.glob("*/chunks/*.npz"))  # no chunk ran
+
+
+@pytest.mark.parametrize("budget", [-1, 0, 1.5, True, "1GB"])
+def test_memory_budget_validation(budget):
+    with pytest.raises(ValueError, match="`memory_budget` must be an integer >= 1 or None"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, memory_budget=budget, progress=False)

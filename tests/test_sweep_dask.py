@@ -304,3 +304,21 @@ def test_cache_dir_the_workers_cannot_write_is_a_named_error(client, tmp_path):
     finally:
         client.run(_limit_file_size, soft)
     assert not list(tmp_path.glob("*/chunks/*.npz"))  # nothing was computed
+
+
+def clash(x):
+    return {"y": x, "failed": x > 1}
+
+
+def test_reserved_output_name_is_raised_from_the_workers(client, tmp_path):
+    with pytest.raises(ValueError, match=r"`fn` must not return outputs named \['failed'\]"):
+        flows.sweep(
+            clash,
+            {"x": np.arange(8.0)},
+            chunk_size=2,
+            cache_dir=tmp_path,
+            executor=client,
+            progress=False,
+            compile_cache=False,
+        )
+    assert not list(tmp_path.glob("*/chunks/*.npz"))  # no chunk ran
