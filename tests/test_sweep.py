@@ -303,10 +303,13 @@ def test_damaged_result_names_the_folder_and_is_recomputed(tmp_path, capfd, how)
         assert np.array_equal(flows.load_sweep(folder)[name], first[name], equal_nan=True)
 
 
-def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
-    def clash(x):
-        return {"y": x, "failed": x > 1}
+def clash(x):
+    """A per-point function whose output name the sweep reserves."""
+    return {"y": x, "failed": x > 1}
 
+
+def check_reserved_name_is_raised_before_any_chunk(tmp_path, **kw):
+    """A reserved output name is the user's error, raised before any chunk runs (issue 15)."""
     with pytest.raises(ValueError, match=r"`fn` must not return outputs named \['failed'\]"):
         flows.sweep(
             clash,
@@ -315,8 +318,13 @@ def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
             cache_dir=tmp_path,
             progress=False,
             compile_cache=False,
+            **kw,
         )
     assert not list(tmp_path.glob("*/chunks/*.npz"))  # no chunk ran
+
+
+def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
+    check_reserved_name_is_raised_before_any_chunk(tmp_path)
 
 
 @pytest.mark.parametrize("budget", [-1, 0, 1.5, True, "1GB"])

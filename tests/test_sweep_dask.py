@@ -21,7 +21,14 @@ import numpy as np
 import pytest
 
 import flows
-from tests.test_sweep import ALPHAS, DATA, RHOS, TS, point
+from tests.test_sweep import (
+    ALPHAS,
+    DATA,
+    RHOS,
+    TS,
+    check_reserved_name_is_raised_before_any_chunk,
+    point,
+)
 
 distributed = pytest.importorskip("distributed")
 from flows._sweep._executors import worker_env  # noqa: E402
@@ -306,19 +313,5 @@ def test_cache_dir_the_workers_cannot_write_is_a_named_error(client, tmp_path):
     assert not list(tmp_path.glob("*/chunks/*.npz"))  # nothing was computed
 
 
-def clash(x):
-    return {"y": x, "failed": x > 1}
-
-
 def test_reserved_output_name_is_raised_from_the_workers(client, tmp_path):
-    with pytest.raises(ValueError, match=r"`fn` must not return outputs named \['failed'\]"):
-        flows.sweep(
-            clash,
-            {"x": np.arange(8.0)},
-            chunk_size=2,
-            cache_dir=tmp_path,
-            executor=client,
-            progress=False,
-            compile_cache=False,
-        )
-    assert not list(tmp_path.glob("*/chunks/*.npz"))  # no chunk ran
+    check_reserved_name_is_raised_before_any_chunk(tmp_path, executor=client)
