@@ -31,24 +31,16 @@ from tests.test_sweep import (
 )
 
 distributed = pytest.importorskip("distributed")
-from flows._sweep._executors import worker_env  # noqa: E402
 
 BAD = (0.2, 0.5)  # (alpha, rho) of the deliberately failing point
 
 
 @pytest.fixture(scope="module")
 def client():
-    import dask
-
-    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=40,
-            env=worker_env(),
-        )
+    """A plain 2-worker cluster, as a user would start it (the sweep sets up XLA itself)."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
     with distributed.Client(cluster) as c:
         c.wait_for_workers(2, timeout=120)
         yield c
@@ -88,6 +80,7 @@ def _whoami():
 
 
 def test_workers_are_spawned_single_threaded_and_import_this_tree(client):
+    flows.sweep(lambda x: {"y": x}, {"x": [1.0]}, executor=client, progress=False)
     info = client.run(_whoami)
     assert len(info) == 2
     for cmdline, flags, path in info.values():

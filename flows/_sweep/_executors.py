@@ -194,7 +194,7 @@ class Dask:
         }
 
     def start(self, chunk_fn: ChunkFn, store) -> None:
-        """Check that every worker can use the cache folder, then ship the function once."""
+        """Set up the workers' XLA, check they can use the cache folder, ship the function once."""
         if store is not None:
             token = f".client-{uuid.uuid4().hex}"
             (store.folder / token).write_bytes(b"")
@@ -208,6 +208,9 @@ class Dask:
                     "`cache_dir` must be a folder that every Dask worker can read and write; "
                     + "; ".join(f"worker {w} {msg}" for w, msg in sorted(bad.items()))
                 )
+        from ._worker import OneXlaThread
+
+        self.client.register_plugin(OneXlaThread(), name=OneXlaThread.name)
         self.fn_future = self.client.scatter(chunk_fn, broadcast=True, hash=False)
 
     def probe(self, chunk_fn, point0, n_points, chunk_size, max_chunk, budget):
