@@ -60,7 +60,7 @@ def sweep_chunk(chunk=None):
     if chunk:
         return int(chunk)
     n = 32 if jax.default_backend() == "cpu" else 128
-    warm = flows.sweep(point, grid(n, n), order=expected_cost, progress=False)
+    warm = flows.sweep(point, grid(n, n), order=expected_cost, progress=False)  # compiles
     return int(warm.manifest["chunk_size"])
 
 
