@@ -6,6 +6,7 @@ One 2-worker ``LocalCluster`` of spawned single-threaded processes serves the mo
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -308,3 +310,36 @@ def test_cache_dir_the_workers_cannot_write_is_a_named_error(client, tmp_path):
 
 def test_reserved_output_name_is_raised_from_the_workers(client, tmp_path):
     check_reserved_name_is_raised_before_any_chunk(tmp_path, executor=client)
+
+
+def test_readme_cluster_example_runs_as_written(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Running on a cluster", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    (tmp_path / "cluster_sweep.py").write_text(code)
+    root = str(Path(flows.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run(
+        [sys.executable, "cluster_sweep.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    kind, counts = run.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert kind == "dask"
+    # the same counts from direct solves, one point at a time
+    data = flows.single_example([1.0, 2.0, 3.0])
+    statuses = [
+        flows.solve(
+            flows.L2SAM(rho), data, flows.balanced_init(alpha, 2, 3), t1=20.0, rescaled=True
+        ).status_name
+        for alpha in np.geomspace(1e-3, 1.0, 16)
+        for rho in [0.1, 0.5]
+    ]
+    names, n = np.unique(statuses, return_counts=True)
+    assert counts == str(dict(zip(names.tolist(), n.tolist(), strict=True)))
+    assert len(names) >= 2  # the example shows more than one regime
+    assert list((tmp_path / "sweeps").glob("*/result.npz"))

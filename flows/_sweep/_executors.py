@@ -20,6 +20,7 @@ and a forked copy of its thread pool deadlocks), each with one XLA thread so tha
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import uuid
@@ -50,26 +51,34 @@ def _is_client(obj) -> bool:
     return distributed is not None and isinstance(obj, distributed.Client)
 
 
-def make_executor(executor, workers, devices):
-    """The executor for ``sweep(executor=...)``; bad input is a named ``ValueError``."""
+def executor_factory(executor, workers, devices):
+    """Check ``sweep``'s ``executor``, ``workers`` and ``devices``; return a maker of the executor.
+
+    Bad input is a named ``ValueError`` at once; the executor (a cluster, for
+    ``"dask"``) is only started when the maker is called, after the cache is read.
+    """
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1
     ):
         raise ValueError(f"`workers` must be None or a positive integer; got {workers!r}.")
+    if devices is not None:
+        devices = list(devices)
+        if not devices:
+            raise ValueError("`devices` must hold at least one device.")
     if executor is None or (isinstance(executor, str) and executor == "threads"):
-        return Threads(workers, devices)
+        return functools.partial(Threads, workers, devices)
     if isinstance(executor, str) and executor == "dask":
         if devices is not None:
             raise ValueError(
                 "`devices` must be None with a Dask executor: each worker uses its own."
             )
-        return Dask(None, workers)
+        return functools.partial(Dask, None, workers)
     if _is_client(executor):
         if devices is not None or workers is not None:
             raise ValueError(
                 "`devices` and `workers` must be None with a Dask Client: the cluster sets them."
             )
-        return Dask(executor, None)
+        return functools.partial(Dask, executor, None)
     raise ValueError(f"`executor` must be one of {', '.join(EXECUTORS)}; got {executor!r}.")
 
 
@@ -77,8 +86,7 @@ class Threads:
     """Chunks in host threads of this process, on one device (or split across ``devices``)."""
 
     def __init__(self, workers, devices):
-        self.devices = devices
-        cpu = devices is None or list(devices)[0].platform == "cpu"
+        cpu = devices is None or devices[0].platform == "cpu"
         self.workers = int(workers) if workers is not None else (usable_cores() if cpu else 1)
 
     def describe(self) -> dict:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ._chunk import ChunkFn
-from ._executors import make_executor
+from ._executors import executor_factory
 from ._grid import Grid
 from ._key import digest, sweep_key
 from ._store import Store, SweepResult, report
@@ -143,13 +143,15 @@ def sweep(
         json.dumps(config)
     except TypeError as err:
         raise ValueError(f"`config` must be JSON-serialisable: {err}") from None
+    devices = None if devices is None else list(devices)
+    make_executor = executor_factory(executor, workers, devices)
     grid = Grid(params, static, product, order)
     key, versions = sweep_key(grid, fn, order, seed, config)
     store = None if cache_dir is None else Store(cache_dir, key)
     if store is not None and (done := store.load_result()) is not None:
         done.n_cached = done.n_chunks
         return done
-    ex = make_executor(executor, workers, devices)
+    ex = make_executor()
     try:
         uses_key = "key" in inspect.signature(fn).parameters
         chunk_fn = ChunkFn(
@@ -158,7 +160,7 @@ def sweep(
             grid.combos,
             uses_key,
             seed,
-            digest((fn, uses_key and int(seed), None if devices is None else map(str, devices))),
+            digest((fn, uses_key and int(seed), devices and [str(d) for d in devices])),
             devices,
             str(store.folder.parent / "jax-cache") if store and compile_cache else None,
         )
