@@ -343,3 +343,31 @@ def test_readme_cluster_example_runs_as_written(tmp_path):
     assert counts == str(dict(zip(names.tolist(), n.tolist(), strict=True)))
     assert len(names) >= 2  # the example shows more than one regime
     assert list((tmp_path / "sweeps").glob("*/result.npz"))
+
+
+def _worker_gpu_env(x):
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "-1")
+    prealloc = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE") == "false"
+    return np.full(np.shape(x), float(visible) + (10.0 if prealloc else 0.0))
+
+
+def gpu_env_point(x):
+    """The CUDA_VISIBLE_DEVICES of the worker that computes x, +10 if preallocation is off."""
+    spec = jax.ShapeDtypeStruct((), jnp.float64)
+    return {"env": jax.pure_callback(_worker_gpu_env, spec, x, vmap_method="expand_dims")}
+
+
+class _FakeGpu:
+    platform = "gpu"
+
+
+def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
+    # The client sees two GPUs; executor="dask" must start one worker per device, each seeing
+    # only its own, without preallocation. (Workers run on the CPU here: no GPU on CI.)
+    monkeypatch.setattr(jax, "local_devices", lambda *a, **k: [_FakeGpu(), _FakeGpu()])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    r = flows.sweep(
+        gpu_env_point, {"x": np.arange(16.0)}, chunk_size=1, executor="dask", progress=False
+    )
+    assert r.manifest["executor"]["workers"] == 2
+    assert set(r["env"].tolist()) == {10.0, 11.0} and not r["failed"].any()  # both devices used

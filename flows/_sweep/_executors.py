@@ -144,7 +144,7 @@ def _local_cluster(n_workers):
                 }
                 for i in ids
             }
-            scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+            scheduler = {"cls": Scheduler, "options": {"dashboard": False}}
             return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)
         return LocalCluster(
             n_workers=n_workers or usable_cores(),
