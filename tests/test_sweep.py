@@ -331,3 +331,29 @@ def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
 def test_memory_budget_validation(budget):
     with pytest.raises(ValueError, match="`memory_budget` must be an integer >= 1 or None"):
         flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, memory_budget=budget, progress=False)
+
+
+def test_code_version_covers_every_file_of_the_sweep_package(tmp_path):
+    import shutil
+
+    shutil.copytree(
+        os.path.dirname(flows.__file__), tmp_path / "flows", ignore=shutil.ignore_patterns("*.pyc")
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
+    cmd = [
+        sys.executable,
+        "-c",
+        "from flows._sweep._key import code_version as v; print(v()['flows_source_sha256'])",
+    ]
+
+    def version():
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    seen = [version()]
+    for name in ["_sweep/_store.py", "_sweep/_executors.py", "_methods.py"]:
+        with open(tmp_path / "flows" / name, "a") as fh:
+            fh.write("\n# an edit\n")
+        seen.append(version())
+    assert len(set(seen)) == len(seen)  # each edit, in the package or beside it, changes it

@@ -371,3 +371,12 @@ def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     )
     assert r.manifest["executor"]["workers"] == 2
     assert set(r["env"].tolist()) == {10.0, 11.0} and not r["failed"].any()  # both devices used
+
+
+def test_workers_with_other_package_versions_are_refused(client, monkeypatch):
+    from flows._sweep import _executors
+
+    here = {**_executors.package_versions(), "jax": "0.0.0-other"}
+    monkeypatch.setattr(_executors, "package_versions", lambda: here)
+    with pytest.raises(RuntimeError, match="`executor`: the Dask workers run other versions"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, executor=client, progress=False)
