@@ -3,8 +3,8 @@
 Modules: ``_grid`` (static combinations, cost-ordered points, chunks), ``_key``
 (the cache key and the code and package versions), ``_store`` (chunk files,
 ``result.npz``, ``manifest.json``), ``_chunk`` (one chunk: compile once, evaluate,
-isolate failing points), ``_executors`` (host threads or Dask tasks) and ``_run``
-(the orchestrator, :func:`sweep`).
+isolate failing points), ``_executors`` (host threads or Dask tasks), ``_worker``
+(the set-up of a Dask worker process) and ``_run`` (the orchestrator, :func:`sweep`).
 """
 
 from ._run import sweep as sweep
