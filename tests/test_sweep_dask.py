@@ -378,5 +378,5 @@ def test_workers_with_other_package_versions_are_refused(client, monkeypatch):
 
     here = {**_executors.package_versions(), "jax": "0.0.0-other"}
     monkeypatch.setattr(_executors, "package_versions", lambda: here)
-    with pytest.raises(RuntimeError, match="`executor`: the Dask workers run other versions"):
+    with pytest.raises(RuntimeError, match=r"`executor`: 2 Dask worker\(s\) run other versions"):
         flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, executor=client, progress=False)

@@ -164,10 +164,14 @@ def _check_worker(folder: str, token: str) -> str | None:
     return writable(folder / "chunks")
 
 
+def _versions():
+    """On a worker: its flows source hash and package versions (they enter the cache key)."""
+    return code_version()["flows_source_sha256"], package_versions()
+
+
 def _probe(chunk_fn, *args):
-    """On a worker: the chunk size and the worker's code and package versions."""
-    size, where = choose_chunk_size(chunk_fn, *args, 1)
-    return size, where, code_version()["flows_source_sha256"], package_versions()
+    """On a worker: the chunk size and where it was measured (backend, devices)."""
+    return choose_chunk_size(chunk_fn, *args, 1)
 
 
 class Dask:
@@ -202,7 +206,7 @@ class Dask:
         }
 
     def start(self, chunk_fn: ChunkFn, store) -> None:
-        """Set up the workers' XLA, check they can use the cache folder, ship the function once."""
+        """Check the workers' folder access and versions, set up their XLA, ship the function."""
         if store is not None:
             token = f".client-{uuid.uuid4().hex}"
             (store.folder / token).write_bytes(b"")
@@ -216,6 +220,16 @@ class Dask:
                     "`cache_dir` must be a folder that every Dask worker can read and write; "
                     + "; ".join(f"worker {w} {msg}" for w, msg in sorted(bad.items()))
                 )
+        here = _versions()
+        other = {w: v for w, v in self.client.run(_versions).items() if tuple(v) != here}
+        if other:
+            worker, (code, packages) = sorted(other.items())[0]
+            raise RuntimeError(
+                f"`executor`: {len(other)} Dask worker(s) run other versions of flows or of its "
+                f"packages than this process, so their results would not match the cache key "
+                f"(e.g. {worker}: {packages}, code {code[:12]}; here: {here[1]}, code "
+                f"{here[0][:12]})."
+            )
         from ._worker import OneXlaThread
 
         self.client.register_plugin(OneXlaThread(), name=OneXlaThread.name)
@@ -226,14 +240,7 @@ class Dask:
         future = self.client.submit(
             _probe, self.fn_future, point0, n_points, chunk_size, max_chunk, budget, pure=False
         )
-        size, where, code, packages = future.result()
-        if code != code_version()["flows_source_sha256"] or packages != package_versions():
-            raise RuntimeError(
-                "`executor`: the Dask workers run other versions of flows or of its packages "
-                f"than this process (workers: {packages}, code {code[:12]}; here: "
-                f"{package_versions()}, code {code_version()['flows_source_sha256'][:12]})."
-            )
-        return size, where
+        return future.result()
 
     def run(self, chunk_fn, jobs):
         """Yield ``(job id, (outputs, errors, seconds))`` as tasks finish."""
