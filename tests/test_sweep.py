@@ -357,3 +357,10 @@ def test_code_version_covers_every_file_of_the_sweep_package(tmp_path):
             fh.write("\n# an edit\n")
         seen.append(version())
     assert len(set(seen)) == len(seen)  # each edit, in the package or beside it, changes it
+
+
+def test_cache_dir_that_cannot_be_a_folder_is_a_named_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ValueError, match="`cache_dir` must be a folder this process can write"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, cache_dir=blocker, progress=False)

@@ -380,3 +380,49 @@ def test_workers_with_other_package_versions_are_refused(client, monkeypatch):
     monkeypatch.setattr(_executors, "package_versions", lambda: here)
     with pytest.raises(RuntimeError, match=r"`executor`: 2 Dask worker\(s\) run other versions"):
         flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, executor=client, progress=False)
+
+
+_COMPILES = []  # in each worker: XLA backend compilations seen since _count_compiles
+
+
+def _count_compiles():
+    import jax.monitoring
+
+    def listen(event, seconds, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            _COMPILES.append(seconds)
+
+    _COMPILES.clear()
+    if not getattr(_count_compiles, "registered", False):
+        jax.monitoring.register_event_duration_secs_listener(listen)
+        _count_compiles.registered = True
+
+
+def _n_compiles():
+    return len(_COMPILES)
+
+
+def test_each_worker_compiles_the_chunk_function_once(client):
+    client.run(_count_compiles)
+    r = flows.sweep(
+        point,
+        {"alpha": np.linspace(0.05, 1.0, 16), "rho": RHOS},
+        chunk_size=2,
+        executor=client,
+        progress=False,
+    )
+    first = client.run(_n_compiles)
+    assert r.n_computed == 16
+    # 16 tasks on 2 workers, so one worker ran >= 8: compiling per task would show >= 8 there.
+    # One process compiles this function with 4 backend compilations (the chunk function and
+    # 3 small helper computations, measured with the thread runner), once.
+    assert sum(first.values()) >= 1 and max(first.values()) <= 4, first
+    again = flows.sweep(
+        point,
+        {"alpha": np.linspace(0.06, 1.0, 16), "rho": RHOS},
+        chunk_size=2,
+        executor=client,
+        progress=False,
+    )
+    assert again.n_computed == 16
+    assert client.run(_n_compiles) == first  # a second sweep of the same function: no compile
