@@ -361,13 +361,38 @@ class _FakeGpu:
     platform = "gpu"
 
 
+def within(seconds, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, or a test failure after ``seconds`` instead of a hang."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # noqa: BLE001 - re-raised in the test's thread
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: a hang"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     # The client sees two GPUs; executor="dask" must start one worker per device, each seeing
     # only its own, without preallocation. (Workers run on the CPU here: no GPU on CI.)
     monkeypatch.setattr(jax, "local_devices", lambda *a, **k: [_FakeGpu(), _FakeGpu()])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    r = flows.sweep(
-        gpu_env_point, {"x": np.arange(16.0)}, chunk_size=1, executor="dask", progress=False
+    r = within(
+        240,
+        flows.sweep,
+        gpu_env_point,
+        {"x": np.arange(16.0)},
+        chunk_size=1,
+        executor="dask",
+        progress=False,
     )
     assert r.manifest["executor"]["workers"] == 2
     assert set(r["env"].tolist()) == {10.0, 11.0} and not r["failed"].any()  # both devices used
@@ -402,27 +427,22 @@ def _n_compiles():
     return len(_COMPILES)
 
 
+def counted_point(alpha, rho):
+    """``point`` under another name: a function no worker has compiled yet."""
+    return point(alpha, rho)
+
+
 def test_each_worker_compiles_the_chunk_function_once(client):
     client.run(_count_compiles)
-    r = flows.sweep(
-        point,
-        {"alpha": np.linspace(0.05, 1.0, 16), "rho": RHOS},
-        chunk_size=2,
-        executor=client,
-        progress=False,
-    )
-    first = client.run(_n_compiles)
-    assert r.n_computed == 16
+    counts = []
+    for start in (0.05, 0.06):  # two sweeps of the same function, 16 tasks each
+        grid = {"alpha": np.linspace(start, 1.0, 16), "rho": RHOS}
+        r = flows.sweep(counted_point, grid, chunk_size=2, executor=client, progress=False)
+        assert r.n_computed == 16
+        counts.append(client.run(_n_compiles))
+    first, second = counts
     # 16 tasks on 2 workers, so one worker ran >= 8: compiling per task would show >= 8 there.
     # One process compiles this function with 4 backend compilations (the chunk function and
     # 3 small helper computations, measured with the thread runner), once.
     assert sum(first.values()) >= 1 and max(first.values()) <= 4, first
-    again = flows.sweep(
-        point,
-        {"alpha": np.linspace(0.06, 1.0, 16), "rho": RHOS},
-        chunk_size=2,
-        executor=client,
-        progress=False,
-    )
-    assert again.n_computed == 16
-    assert client.run(_n_compiles) == first  # a second sweep of the same function: no compile
+    assert second == first  # the second sweep compiled nothing

@@ -134,6 +134,7 @@ def _local_cluster(n_workers):
                 f"gpu-{i}": {
                     "cls": Nanny,
                     "options": {
+                        "host": "127.0.0.1",
                         "nthreads": 1,
                         "env": {
                             **env,
@@ -144,7 +145,7 @@ def _local_cluster(n_workers):
                 }
                 for i in ids
             }
-            scheduler = {"cls": Scheduler, "options": {"dashboard": False}}
+            scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard": False}}
             return SpecCluster(workers=spec, scheduler=scheduler, silence_logs=40)
         return LocalCluster(
             n_workers=n_workers or usable_cores(),
@@ -260,6 +261,6 @@ class Dask:
         if self.fn_future is not None:
             self.fn_future.release()
             self.fn_future = None
-        if self.owned:
-            self.client.close()
-            self.cluster.close()
+        if self.owned:  # bounded: a worker that does not stop must not hang the sweep
+            self.client.close(timeout=60)
+            self.cluster.close(timeout=60)
