@@ -27,11 +27,11 @@ import flows  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1000, help="grid is n × n (default 1000)")
-    parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
+    parser.add_argument("--chunk", type=int, default=None, help="default: flows.sweep's own")
     parser.add_argument("--cache", default=None)
     parser.add_argument("--fresh", action="store_true", help="time from scratch (new cache)")
     args = parser.parse_args()
-    args.chunk = args.chunk or flows.default_chunk()
+    args.chunk = common.sweep_chunk(args.chunk)
     common.header(f"workload 5: {args.n}x{args.n} sweep on {jax.default_backend()}")
     chunk = args.chunk
     here = os.path.dirname(os.path.abspath(__file__))

@@ -51,6 +51,34 @@ def point(alpha, rho):
     }
 
 
+def sweep_chunk(chunk=None):
+    """Points per chunk for workload 1: ``chunk``, or the size flows.sweep picks by default.
+
+    The default is read from the manifest of a small sweep (which also compiles the
+    chunk function); its grid holds at least one default chunk on CPU (256) and GPU (8192).
+    """
+    if chunk:
+        return int(chunk)
+    n = 32 if jax.default_backend() == "cpu" else 128
+    warm = flows.sweep(point, grid(n, n), order=expected_cost, progress=False)  # compiles
+    return int(warm.manifest["chunk_size"])
+
+
+def chunk_efficiency(n_steps, chunk_size: int) -> float:
+    r"""Lockstep efficiency :math:`\sum_i s_i/\sum_c(|c|\max_{i\in c}s_i)` of vmapped solves.
+
+    ``n_steps`` lists the solver steps per point *in execution order* (sorted by
+    the sweep's ``order``); ``chunk_size`` is the batch size. 1 means no point
+    waited for a slower one in its batch.
+
+    >>> chunk_efficiency([1, 1, 2, 2], 2), chunk_efficiency([1, 2, 1, 2], 2)
+    (1.0, 0.75)
+    """
+    s = np.asarray(n_steps, dtype=np.float64).ravel()
+    chunks = [s[i : i + chunk_size] for i in range(0, s.size, chunk_size)]
+    return float(s.sum() / sum(c.max() * c.size for c in chunks))
+
+
 def grid(n_alpha, n_rho):
     """The (α, ρ) axes: log-uniform over ALPHA_RANGE × RHO_RANGE."""
     return {

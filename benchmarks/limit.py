@@ -51,9 +51,9 @@ def peak_flops():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=256)
-    parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
+    parser.add_argument("--chunk", type=int, default=None, help="default: flows.sweep's own")
     args = parser.parse_args()
-    args.chunk = args.chunk or flows.default_chunk()
+    args.chunk = common.sweep_chunk(args.chunk)
     common.header("workload 6: flops of the RHS evaluations against the machine's peak")
     field = jax.jit(
         lambda theta, rho: flows.rescaled_velocity(flows.L2SAM(rho), common.DATA, "logistic", theta)

@@ -48,7 +48,7 @@ def efficiency(grid, result, chunk):
         k: v.ravel() for k, v in zip(grid, np.meshgrid(*grid.values(), indexing="ij"), strict=False)
     }
     perm = np.argsort(common.expected_cost(points), kind="stable")
-    return flows.chunk_efficiency(n_steps[perm], chunk), flows.chunk_efficiency(n_steps, chunk)
+    return common.chunk_efficiency(n_steps[perm], chunk), common.chunk_efficiency(n_steps, chunk)
 
 
 def run_baseline(point_fn, alphas, rhos):
@@ -64,12 +64,12 @@ def run_baseline(point_fn, alphas, rhos):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=256, help="grid is n × n (default 256)")
-    parser.add_argument("--chunk", type=int, default=None, help="default flows.default_chunk()")
+    parser.add_argument("--chunk", type=int, default=None, help="default: flows.sweep's own")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", type=int, default=96, help="baseline subsample size")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    args.chunk = args.chunk or flows.default_chunk()
+    args.chunk = common.sweep_chunk(args.chunk)
     common.header(f"workload 1: {args.n}x{args.n} (alpha, rho) sweep vs scipy LSODA")
 
     grid, res, compile_s, walls, cpus = run_sweep(args.n, args.chunk, args.repeats)
@@ -87,7 +87,8 @@ def main():
     )
     print(
         f"   sweep: median {wall:.2f} s for {n_points} points = {per_solve * 1e6:.0f} us/solve, "
-        f"{n_points / wall:.0f} points/s; chunk {args.chunk}, {flows.usable_cores()} worker "
+        f"{n_points / wall:.0f} points/s; chunk {args.chunk}, "
+        f"{res.manifest['executor']['workers']} worker "
         f"thread(s) on {jax.default_backend()}"
     )
     print(f"   steps per solve: mean {ns.mean():.0f}, max {ns.max()}; status {status_counts}")

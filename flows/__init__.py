@@ -23,11 +23,8 @@ from ._problem import objective as objective
 from ._problem import single_example as single_example
 from ._solve import solve as solve
 from ._sweep import SweepResult as SweepResult
-from ._sweep import chunk_efficiency as chunk_efficiency
-from ._sweep import default_chunk as default_chunk
 from ._sweep import load_sweep as load_sweep
 from ._sweep import sweep as sweep
-from ._sweep import usable_cores as usable_cores
 from ._trajectory import DenseOutput as DenseOutput
 from ._trajectory import Status as Status
 from ._trajectory import Trajectory as Trajectory

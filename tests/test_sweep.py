@@ -112,7 +112,7 @@ def test_vector_parameters_and_zip_grids():
     np.testing.assert_allclose(r["grad"][1], direct, rtol=1e-14)
 
 
-def test_one_failing_point_does_not_kill_the_sweep():
+def test_one_failing_point_does_not_kill_the_sweep(capfd):
     def fragile(x):
         x = eqx.error_if(x, x == 3.0, "bad point")
         return {"y": 2.0 * x, "n": jnp.asarray(1)}
@@ -121,7 +121,13 @@ def test_one_failing_point_does_not_kill_the_sweep():
     assert r["failed"].tolist() == [False, False, False, True, False, False, False, False]
     assert np.isnan(r["y"][3]) and r["n"][3] == -1
     np.testing.assert_array_equal(np.delete(r["y"], 3), 2.0 * np.delete(np.arange(8.0), 3))
-    assert "bad point" in r.manifest["errors"][0][1]
+    # One line on stderr for the failed point (issue 15: not a traceback per bisection
+    # step); the full message, with its traceback, in the manifest.
+    err = capfd.readouterr().err.strip().splitlines()
+    assert err == ["flows.sweep: point #3 (x=3.0) failed: _EquinoxRuntimeError: bad point"]
+    [entry] = r.manifest["errors"]
+    assert (entry["index"], entry["static"]) == (3, 0)
+    assert "bad point" in entry["error"] and "Traceback" in entry["detail"]
 
 
 def test_cache_hit_miss_and_reload(tmp_path):
@@ -230,3 +236,131 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, sig):
         progress=False,
     )
     np.testing.assert_allclose(report["t_end"], full["t_end"], rtol=1e-12)
+
+
+def _damage(path, how):
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(b"not a zip file" * 10)
+    elif how == "flipped":  # a valid zip layout whose data no longer match their CRC-32
+        i = data.index(b"\x93NUMPY", len(data) // 3)  # an array member past the first
+        i += 200  # past its .npy header, inside its data
+        path.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1 :])
+
+
+def test_damaged_chunk_files_are_reported_once_and_recomputed(tmp_path, capfd):
+    kw = dict(chunk_size=1, cache_dir=tmp_path, progress=False, compile_cache=False)
+    grid = {"alpha": ALPHAS, "rho": RHOS}
+    first = flows.sweep(point, grid, **kw)
+    (first.path / "result.npz").unlink()
+    chunks = sorted((first.path / "chunks").glob("*.npz"))
+    assert len(chunks) == 6
+    kinds = ["truncated", "empty", "garbage", "flipped"]
+    for path, how in zip(chunks, kinds, strict=False):
+        _damage(path, how)
+    capfd.readouterr()
+    again = flows.sweep(point, grid, **kw)
+    assert (again.n_computed, again.n_cached) == (4, 2)
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 4 and all("damaged chunk file" in line for line in lines)
+    assert sorted(p.name for p in chunks[:4]) == sorted(
+        next(p.name for p in chunks if p.name in line) for line in lines
+    )
+    for name in first.out:
+        assert np.array_equal(again[name], first[name], equal_nan=True), name
+    third = flows.sweep(point, grid, **kw)  # repaired: nothing reported, nothing computed
+    assert third.n_computed == 0 and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated", "empty", "flipped", "no manifest", "manifest {}", "no result"]
+)
+def test_damaged_result_names_the_folder_and_is_recomputed(tmp_path, capfd, how):
+    kw = dict(chunk_size=4, cache_dir=tmp_path, progress=False, compile_cache=False)
+    grid = {"alpha": ALPHAS, "rho": RHOS}
+    first = flows.sweep(point, grid, **kw)
+    folder = first.path
+    if how == "no manifest":
+        (folder / "manifest.json").unlink()
+    elif how == "manifest {}":
+        (folder / "manifest.json").write_text("{}")
+    elif how == "no result":
+        (folder / "result.npz").unlink()
+    else:
+        _damage(folder / "result.npz", how)
+    with pytest.raises(ValueError, match=f"`path` '{folder}' is not a finished, intact sweep"):
+        flows.load_sweep(folder)
+    capfd.readouterr()
+    again = flows.sweep(point, grid, **kw)  # rebuilt from the intact chunk files
+    assert (again.n_computed, again.n_cached) == (0, 2)
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == (0 if how == "no result" else 1)
+    for name in first.out:
+        assert np.array_equal(flows.load_sweep(folder)[name], first[name], equal_nan=True)
+
+
+def clash(x):
+    """A per-point function whose output name the sweep reserves."""
+    return {"y": x, "failed": x > 1}
+
+
+def check_reserved_name_is_raised_before_any_chunk(tmp_path, **kw):
+    """A reserved output name is the user's error, raised before any chunk runs (issue 15)."""
+    with pytest.raises(ValueError, match=r"`fn` must not return outputs named \['failed'\]"):
+        flows.sweep(
+            clash,
+            {"x": np.arange(8.0)},
+            chunk_size=2,
+            cache_dir=tmp_path,
+            progress=False,
+            compile_cache=False,
+            **kw,
+        )
+    assert not list(tmp_path.glob("*/chunks/*.npz"))  # no chunk ran
+
+
+def test_reserved_output_names_are_the_users_error_before_any_chunk(tmp_path):
+    check_reserved_name_is_raised_before_any_chunk(tmp_path)
+
+
+@pytest.mark.parametrize("budget", [-1, 0, 1.5, True, "1GB"])
+def test_memory_budget_validation(budget):
+    with pytest.raises(ValueError, match="`memory_budget` must be an integer >= 1 or None"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, memory_budget=budget, progress=False)
+
+
+def test_code_version_covers_every_file_of_the_sweep_package(tmp_path):
+    import shutil
+
+    shutil.copytree(
+        os.path.dirname(flows.__file__), tmp_path / "flows", ignore=shutil.ignore_patterns("*.pyc")
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
+    cmd = [
+        sys.executable,
+        "-c",
+        "from flows._sweep._key import code_version as v; print(v()['flows_source_sha256'])",
+    ]
+
+    def version():
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    seen = [version()]
+    for name in ["_sweep/_store.py", "_sweep/_executors.py", "_methods.py"]:
+        with open(tmp_path / "flows" / name, "a") as fh:
+            fh.write("\n# an edit\n")
+        seen.append(version())
+    assert len(set(seen)) == len(seen)  # each edit, in the package or beside it, changes it
+
+
+def test_cache_dir_that_cannot_be_a_folder_is_a_named_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ValueError, match="`cache_dir` must be a folder this process can write"):
+        flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, cache_dir=blocker, progress=False)
