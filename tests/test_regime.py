@@ -9,7 +9,7 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import argmax_changes, reduced_l2sam, smooth_methods
+from tests.helpers import all_methods, argmax_changes, reduced_l2sam
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 SQ2 = np.sqrt(2.0)
@@ -90,14 +90,30 @@ def test_l2sam_collapses_at_even_depth_like_the_reduced_flow(depth):
     assert analysis.regime(flows.L2SAM(1.0), MU, alpha, depth=depth) == "collapse"
 
 
-@pytest.mark.parametrize("name", sorted(smooth_methods()))
+@pytest.mark.parametrize("name", sorted(all_methods()))
 @pytest.mark.parametrize("depth", [1, 2, 3, 4])
-def test_every_smooth_method_is_decided_and_ends_major(name, depth):
+def test_every_method_is_decided_and_ends_major(name, depth):
     # At α = 2: every coordinate exceeds the perturbation bound (ρ, ρ_max <= 0.3) from the
-    # start, so the run escapes; the limit is argmax μ (L <= 2: rates; L >= 3: q-order theorem).
-    method = smooth_methods()[name]
+    # start, so the run escapes; the limit is argmax μ (L <= 2: rates; L >= 3: the q-order
+    # theorem, or for ℓ∞-SAM argmax μ_j(α − ρ)^{L−2}, the same index for a uniform α).
+    method = all_methods()[name]
     r = analysis.regime_path(method, MU, 2.0, depth=depth)
     assert r.regime in ("sequential", "direct") and r.sequence[-1] == 4
+
+
+def test_linf_minor_start_then_major_closed_form():
+    # ℓ∞-SAM, L = 3, ρ = 0.1: w_j = ρ + 1/(1/(α_j − ρ) − μ_j τ) (science.md §5). With μ = (1, 2),
+    # α = (0.3, 0.25): w_1 leads until 5 − τ = 1/0.15 − 2τ, τ = 1/0.15 − 5, and 2 blows up first.
+    r = analysis.regime_path(flows.LinfSAM(0.1), [1.0, 2.0], [0.3, 0.25], depth=3)
+    assert r.sequence == [0, 1] and r.regime == "sequential"
+    np.testing.assert_allclose(r.times, [1 / 0.15 - 5], rtol=1e-8)
+
+
+@pytest.mark.parametrize("depth", [3, 5])
+def test_linf_below_rho_stalls_at_odd_depth(depth):
+    # dw/dτ = μ (w − ρ)^{L−1} >= 0 with w = ρ an equilibrium: from α < ρ the run neither
+    # escapes nor collapses.
+    assert analysis.regime(flows.LinfSAM(0.1), [1.0, 2.0], 0.05, depth=depth) == "stalled"
 
 
 def test_regime_code_table():
@@ -106,7 +122,7 @@ def test_regime_code_table():
         "sequential": (False, True, 4, True),
         "direct": (False, True, 4, False),
         "minor": (False, True, 1, True),
-        "undetermined": (False, False, 4, True),
+        "undetermined": (False, False, 4, True),  # "stalled" is set by decide(), not here
     }
     for name, (collapsed, settled, leader, other) in codes.items():
         assert (
