@@ -13,10 +13,13 @@ from ._certify import perturbation_bound as perturbation_bound
 from ._dominant import Switches as Switches
 from ._dominant import dominant_index as dominant_index
 from ._dominant import fastest_growing_index as fastest_growing_index
+from ._dominant import log_abs_beta as log_abs_beta
 from ._dominant import switch_times as switch_times
 from ._margin import Rate as Rate
+from ._margin import convergence_order as convergence_order
 from ._margin import convergence_rate as convergence_rate
 from ._margin import direction_cosine as direction_cosine
+from ._margin import limit_class as limit_class
 from ._margin import limit_direction as limit_direction
 from ._margin import max_margin as max_margin
 from ._phase import phase_diagram as phase_diagram

@@ -239,3 +239,38 @@ def convergence_rate(
         )
     slope, intercept = np.polyfit(x[keep], np.log(gap[idx][keep]), 1)
     return Rate(float(-slope), float(np.exp(intercept)), model, int(np.sum(keep)))
+
+
+def limit_class(status, beta) -> np.ndarray:
+    r"""The end state of runs: 0 collapsed (β → 0), :math:`1+\arg\max_j|\beta_j|` (1-based), -1
+    a solver failure (status ``max_steps`` / ``nonfinite`` / ``sliding_failed``).
+
+    Arguments:
+        status: :class:`flows.Status` codes, shape ``(...)``; beta: the final β, ``(..., d)``.
+
+    >>> import numpy as np, flows, analysis
+    >>> analysis.limit_class([flows.Status.ESCAPED, flows.Status.COLLAPSED],
+    ...                      np.array([[1.0, 3.0], [1e-9, 0.0]])).tolist()
+    [2, 0]
+    """
+    status = np.asarray(status)
+    cls = np.argmax(np.abs(np.asarray(beta)), axis=-1) + 1
+    cls = np.where(status == flows.Status.COLLAPSED, 0, cls)
+    ok = np.isin(status, [flows.Status.COLLAPSED, flows.Status.OK, flows.Status.ESCAPED])
+    return np.where(ok, cls, -1)
+
+
+def convergence_order(steps, errors) -> float:
+    r"""The fitted order :math:`p` of :math:`\text{error}\approx C\,\eta^p`: least-squares slope of
+    :math:`\log\text{error}` against :math:`\log\eta` over the finite, positive errors (NaN with
+    fewer than two).
+
+    >>> import analysis
+    >>> round(analysis.convergence_order([0.1, 0.05, 0.025], [0.3, 0.15, 0.075]), 12)
+    1.0
+    """
+    steps, errors = np.asarray(steps, dtype=float), np.asarray(errors, dtype=float)
+    ok = np.isfinite(errors) & (errors > 0) & np.isfinite(steps) & (steps > 0)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(steps[ok]), np.log(errors[ok]), 1)[0])

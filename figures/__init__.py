@@ -9,6 +9,5 @@ from ._cli import main as main
 from ._common import Context as Context
 from ._common import FigureSpec as FigureSpec
 from ._common import load_data as load_data
-from ._paths import limit_class as limit_class
 from ._registry import FIGURES as FIGURES
 from ._registry import make as make

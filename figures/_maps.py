@@ -74,7 +74,7 @@ def path_point(alpha, s, depth=2, kind="l2", n_tau=300):
         collapse_tol=COLLAPSE_TOL,
         escape_tol=ESCAPE_PATH[depth],
     )
-    j = jnp.argmax(jnp.abs(traj.beta), axis=-1)
+    j = jnp.argmax(analysis.log_abs_beta(traj.thetas), axis=-1)
     stopped = jnp.where(traj.status == flows.Status.COLLAPSED, -2, -1)
     return {
         "status": traj.status.astype(jnp.int8),

@@ -163,21 +163,12 @@ def limit_point(a1, a2, kind="linf"):
     return {"status": traj.status.astype(jnp.int8), "beta": flows.beta(traj.theta_end)}
 
 
-def limit_class(status, beta):
-    """0: β → 0 (collapsed); 1: e_1; 2: e_2 (argmax |β| at the end); -1: solver failure."""
-    status = np.asarray(status)
-    cls = np.argmax(np.abs(beta), axis=-1) + 1
-    cls = np.where(status == flows.Status.COLLAPSED, 0, cls)
-    ok = np.isin(status, [flows.Status.COLLAPSED, flows.Status.OK, flows.Status.ESCAPED])
-    return np.where(ok, cls, -1)
-
-
 def compute_linf_limits(ctx: Context) -> dict:
     alphas = np.geomspace(0.2, 5.0, ctx.pick(48, 10))  # even count: no point on α_j = ρ
     r = sweep(ctx, limit_point, {"a1": alphas, "a2": alphas}, static={"kind": ["linf", "gd"]})
     return dict(
         alpha=alphas,
-        limit=limit_class(r["status"], r["beta"]),
+        limit=analysis.limit_class(r["status"], r["beta"]),
         rho=np.array(RHO_LIMIT),
         status=r["status"],
     )
@@ -302,7 +293,7 @@ def draw_discrete(data: dict):
     for name in ("GD", "ℓ2-SAM", "ℓ∞-SAM"):
         err = data[f"error/{name}"]
         ok = np.isfinite(err) & (err > 0)
-        slope = np.polyfit(np.log(lrs[ok]), np.log(err[ok]), 1)[0] if ok.sum() > 1 else np.nan
+        slope = analysis.convergence_order(lrs, err)
         bx.plot(
             lrs[ok],
             err[ok],
