@@ -54,10 +54,10 @@ METHODS = {
 AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
 FLAGS = {name: "--" + name.replace("_", "-") for name in AXES}
 LABELS = {
-    "alpha": r"initialisation scale $\alpha$",
-    "rho": r"SAM radius $\rho$",
-    "sigma": r"LE-SAM budget $\sigma$",
-    "rho_max": r"LE-SAM cap $\rho_{\max}$",
+    "alpha": r"scale $\alpha$",
+    "rho": r"radius $\rho$",
+    "sigma": r"budget $\sigma$",
+    "rho_max": r"cap $\rho_{\max}$",
     "depth": r"depth $L$",
 }
 SYMBOLS = {
@@ -425,7 +425,8 @@ def _draw(ds, width):
     fig.legend(
         handles=handles,
         loc="outside lower center",
-        ncols=min(len(handles), 3),
+        ncols=min(len(handles), 2 if width == "column" else 5),
+        fontsize=8,
         frameon=False,
         handlelength=1.2,
         columnspacing=1.0,

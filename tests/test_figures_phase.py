@@ -4,6 +4,7 @@ bounds of :func:`analysis.l2sam_thresholds`; a rerun reads the cache; a TOML fil
 diagram as the flags; and every bad input is one line naming its flag, before any computing."""
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +276,27 @@ def test_parse_values(text, integer, expected):
     got = _phase_cli.parse_values(text, integer=integer)
     np.testing.assert_allclose(got, expected, rtol=1e-14)
     assert np.ndim(got) == np.ndim(expected)
+
+
+def test_readme_command_is_accepted_as_written(monkeypatch, tmp_path):
+    """The README's command, word for word, up to the sweep (which is stopped here)."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(s for s in readme.splitlines() if s.startswith("python -m figures phase "))
+    argv = shlex.split(line)[3:]
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def stop(cfg, **kwargs):
+        seen.update(cfg)
+        raise Stop
+
+    monkeypatch.setattr(_phase_cli, "compute", stop)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Stop):
+        figures.main(argv)
+    assert seen["method"] == "l2sam" and seen["swept"] == ["alpha", "rho"]
+    np.testing.assert_allclose(seen["values"]["alpha"], np.geomspace(1e-3, 10.0, 256), rtol=1e-15)
+    np.testing.assert_allclose(seen["values"]["rho"], np.geomspace(0.01, 1.0, 64), rtol=1e-15)
+    assert seen["values"]["depth"] == 3 and seen["mu"].tolist() == [1, 2, 3, 4, 5]
