@@ -46,13 +46,19 @@ METHODS = {
         ("rho",),
         r"layer-wise $\ell_2$-SAM",
     ),
-    "linfsam": (lambda rho: flows.LinfSAM(rho), ("rho",), r"$\ell_\infty$-SAM"),
+    "linfsam": (
+        lambda rho, delta: flows.LinfSAM(rho, delta=delta),
+        ("rho", "delta"),
+        r"$\ell_\infty$-SAM",
+    ),
     "lesam": (lambda sigma, rho_max: flows.LESAM(sigma, rho_max), ("sigma", "rho_max"), "LE-SAM"),
 }
 #: The quantities a diagram can sweep (``analysis.phase_diagram``'s axes), in the order the
 #: vertical axis is chosen from, and their flags and mathematical labels.
 AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
-FLAGS = {name: "--" + name.replace("_", "-") for name in AXES}
+#: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis).
+PARAMS = ("rho", "sigma", "rho_max", "delta")
+FLAGS = {name: "--" + name.replace("_", "-") for name in (*AXES, "delta")}
 LABELS = {
     "alpha": r"scale $\alpha$",
     "rho": r"radius $\rho$",
@@ -66,6 +72,7 @@ SYMBOLS = {
     "sigma": r"\sigma",
     "rho_max": r"\rho_{\max}",
     "depth": "L",
+    "delta": r"\delta",
 }
 WIDTHS = {"column": (2.7, 2.9), "full": (5.5, 3.6)}
 #: Every setting, with its default (None: required where the method needs it).
@@ -75,6 +82,7 @@ DEFAULTS = {
     "rho": None,
     "sigma": None,
     "rho_max": None,
+    "delta": None,
     "depth": "2",
     "mu": "1,2,3,4,5",
     "loss": "logistic",
@@ -101,7 +109,8 @@ methods and their parameters:
   gd            (none)
   l2sam         --rho
   l2sam-layer   --rho        (each layer normalised separately)
-  linfsam       --rho
+  linfsam       --rho --delta  (the smoothed sign tanh(g/delta): analysis.phase_diagram
+                               cannot classify the Filippov flow of the exact sign)
   lesam         --sigma --rho-max
 
 examples:
@@ -137,6 +146,11 @@ def _parser() -> argparse.ArgumentParser:
     add("--rho", metavar="R", help="SAM radius rho > 0 (l2sam, l2sam-layer, linfsam)")
     add("--sigma", metavar="S", help="LE-SAM loss budget sigma > 0 (lesam)")
     add("--rho-max", metavar="R", help="LE-SAM cap rho_max > 0 (lesam)")
+    add(
+        "--delta",
+        metavar="D",
+        help="linfsam's smoothed sign tanh(g/D), a fixed number > 0 (required for linfsam)",
+    )
     add("--depth", metavar="L", help="depth L >= 1: 3, 2,3,4 or 2:8 (default 2)")
     add("--mu", metavar="M1,...,Md", help="the example's features, > 0 (default 1,2,3,4,5)")
     add("--loss", choices=("logistic", "exponential"), help="loss (default logistic)")
@@ -252,17 +266,29 @@ def check_settings(s: dict) -> dict:
             f"--method: unknown method {s['method']!r}; choose from {', '.join(METHODS)}"
         )
     make, params, _ = METHODS[s["method"]]
-    for name in ("rho", "sigma", "rho_max"):
+    for name in PARAMS:
         if s[name] is not None and name not in params:
             raise ValueError(
                 f"{FLAGS[name]} does not belong to {s['method']} (its parameters: "
                 f"{', '.join(FLAGS[p] for p in params) or 'none'})"
             )
         if s[name] is None and name in params:
-            raise ValueError(f"{FLAGS[name]} is required for {s['method']}")
+            why = (
+                ": analysis.phase_diagram cannot classify the Filippov flow of the exact sign; "
+                "--delta sets the smoothed sign tanh(g/delta), e.g. --delta 1e-3"
+                if name == "delta"
+                else ""
+            )
+            raise ValueError(f"{FLAGS[name]} is required for {s['method']}{why}")
     if s["alpha"] is None:
         raise ValueError("--alpha is required")
     values = {}
+    if s["delta"] is not None:
+        try:
+            values["delta"] = float(s["delta"])
+            assert np.isfinite(values["delta"]) and values["delta"] > 0
+        except (ValueError, TypeError, AssertionError):
+            raise ValueError(f"--delta: {s['delta']!r} is not a number > 0") from None
     for name in AXES:
         if s[name] is None:
             continue
@@ -371,7 +397,7 @@ def title(ds) -> str:
     _, _, name = METHODS[cfg["method"]]
     fixed = [
         f"${SYMBOLS[k]}={_number(cfg[k])}$"
-        for k in ("rho", "sigma", "rho_max", "depth")
+        for k in (*PARAMS, "depth")
         if k in cfg and k not in swept
     ]
     mu = ", ".join(_number(m) for m in cfg["mu"])

@@ -224,6 +224,11 @@ BAD = {
     ),
     "three swept axes": (["--method", "l2sam", *BASE, "--depth", "2,3"], ["exactly two", "got 3"]),
     "no method": (BASE, ["--method", "required"]),
+    "linfsam without delta": (["--method", "linfsam", *BASE], ["--delta", "required", "Filippov"]),
+    "delta of another method": (
+        ["--method", "l2sam", *BASE, "--delta", "1e-3"],
+        ["--delta", "does not belong to l2sam"],
+    ),
 }
 
 
