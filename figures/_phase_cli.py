@@ -158,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
         "--collapse-tol",
         type=float,
         metavar="TOL",
-        help="collapse when the weights fall below TOL times the start (default 1e-6)",
+        help="a run collapses when |theta| falls to TOL |theta(0)| (default 1e-6)",
     )
     add("--out", metavar="OUT", help="output folder (required)")
     add("--cache", metavar="DIR", help="sweep cache folder (default OUT/cache)")
@@ -312,9 +312,10 @@ def check_settings(s: dict) -> dict:
         raise ValueError(f"--width: {s['width']!r} is not one of {', '.join(WIDTHS)}")
     swept = [k for k in AXES if np.ndim(values.get(k)) == 1]
     if len(swept) != 2:
+        got = ", ".join(FLAGS[k] for k in swept) or "none"
         raise ValueError(
-            f"exactly two of {', '.join(FLAGS.values())} must be ranges or lists (the axes of "
-            f"the picture); got {len(swept)}: {', '.join(FLAGS[k] for k in swept) or 'none'}"
+            f"exactly two of {', '.join(FLAGS[k] for k in AXES)} must be ranges or lists "
+            f"(the axes of the picture); got {len(swept)}: {got}"
         )
     if s["out"] is None:
         raise ValueError("--out is required")

@@ -5,6 +5,7 @@ diagram as the flags; and every bad input is one line naming its flag, before an
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,26 @@ def test_rerun_reads_the_cache(flag_run):
     assert figures.main(["phase", *FLAGS, *GRID, "--out", str(flag_run), "--quiet"]) == 0
     assert _files(flag_run / "cache") == before
     xr.testing.assert_identical(first["code"], xr.load_dataset(flag_run / "phase.nc")["code"])
+
+
+def test_interrupted_run_resumes_from_its_chunks(flag_run, tmp_path):
+    """A run stopped after its chunks were written (no result.npz yet) reuses every chunk file
+    as it is and only assembles the result."""
+    cache = tmp_path / "cache"
+    shutil.copytree(flag_run / "cache", cache)
+    (result,) = cache.glob("*/result.npz")
+    result.unlink()
+    chunks = {k: v for k, v in _files(cache).items() if "/chunks/" in k}
+    assert chunks
+    out = tmp_path / "out"
+    args = [*FLAGS, *GRID, "--out", str(out), "--cache", str(cache), "--quiet"]
+    assert figures.main(["phase", *args]) == 0
+    after = _files(cache)
+    assert {k: v for k, v in after.items() if "/chunks/" in k} == chunks
+    assert result.is_file()
+    xr.testing.assert_identical(
+        xr.load_dataset(flag_run / "phase.nc")["code"], xr.load_dataset(out / "phase.nc")["code"]
+    )
 
 
 def test_toml_gives_the_same_diagram(flag_run, tmp_path):
