@@ -8,6 +8,7 @@ import time
 
 from flows._cli import ArgumentParser
 
+from ._phase_cli import main as phase_main
 from ._registry import FIGURES, check_paths, make
 
 
@@ -20,7 +21,10 @@ def _parser() -> argparse.ArgumentParser:
         "\n  python -m figures                  # all, full size"
         "\n  python -m figures --quick          # smoke version (CI)"
         "\n  python -m figures regime_map       # one figure"
-        "\n  python -m figures --redraw         # redraw from saved data, no solving",
+        "\n  python -m figures --redraw         # redraw from saved data, no solving"
+        "\n\nyour own phase diagram (python -m figures phase --help):"
+        "\n  python -m figures phase --method l2sam --depth 3 --mu 1,2,3,4,5 "
+        "--alpha 1e-3:10:256 --rho 0.01:1:64 --out results/phase",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -43,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run ``python -m figures`` (or ``python -m figures phase ...``) on ``argv``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["phase"]:
+        return phase_main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in FIGURES]

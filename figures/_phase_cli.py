@@ -1,0 +1,488 @@
+r"""``python -m figures phase``: a phase diagram of the user's own choosing, swept, saved and drawn.
+
+The settings (flags, or a TOML file read with :mod:`tomllib`, flags overriding it) are parsed and
+checked here, each error naming its flag, before anything is computed. The sweep is
+:func:`analysis.phase_diagram` (cached and resumable under ``--cache``); the picture draws its
+``code`` (an index into ``ds.attrs["regimes"]``) with the regime palette of
+:mod:`figures._common`. Nothing is classified here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import tomllib
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
+
+import analysis
+import flows
+from analysis._problem import check_mu
+from flows._cli import ArgumentParser
+
+from ._common import (
+    REGIME_COLORS,
+    REGIME_NAMES,
+    STYLE,
+    check_folder,
+    new_figure,
+    regime_cmap,
+    save_figure,
+)
+
+#: method name -> (its template from its parameters, their names, the name drawn in titles).
+METHODS = {
+    "gd": (lambda: flows.GD(), (), "GD"),
+    "l2sam": (lambda rho: flows.L2SAM(rho), ("rho",), r"$\ell_2$-SAM"),
+    "l2sam-layer": (
+        lambda rho: flows.L2SAM(rho, per_layer=True),
+        ("rho",),
+        r"layer-wise $\ell_2$-SAM",
+    ),
+    "linfsam": (
+        lambda rho, delta: flows.LinfSAM(rho, delta=delta),
+        ("rho", "delta"),
+        r"$\ell_\infty$-SAM",
+    ),
+    "lesam": (lambda sigma, rho_max: flows.LESAM(sigma, rho_max), ("sigma", "rho_max"), "LE-SAM"),
+}
+#: The quantities a diagram can sweep (``analysis.phase_diagram``'s axes), in the order the
+#: vertical axis is chosen from, and their flags and mathematical labels.
+AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
+#: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis).
+PARAMS = ("rho", "sigma", "rho_max", "delta")
+FLAGS = {name: "--" + name.replace("_", "-") for name in (*AXES, "delta")}
+LABELS = {
+    "alpha": r"scale $\alpha$",
+    "rho": r"radius $\rho$",
+    "sigma": r"budget $\sigma$",
+    "rho_max": r"cap $\rho_{\max}$",
+    "depth": r"depth $L$",
+}
+SYMBOLS = {
+    "alpha": r"\alpha",
+    "rho": r"\rho",
+    "sigma": r"\sigma",
+    "rho_max": r"\rho_{\max}",
+    "depth": "L",
+    "delta": r"\delta",
+}
+WIDTHS = {"column": (2.7, 2.9), "full": (5.5, 3.6)}
+#: Every setting, with its default (None: required where the method needs it).
+DEFAULTS = {
+    "method": None,
+    "alpha": None,
+    "rho": None,
+    "sigma": None,
+    "rho_max": None,
+    "delta": None,
+    "depth": "2",
+    "mu": "1,2,3,4,5",
+    "loss": "logistic",
+    "collapse_tol": 1e-6,
+    "out": None,
+    "cache": None,
+    "width": "column",
+}
+
+EXAMPLES = """\
+A range is START:STOP:COUNT, log-spaced (alpha, rho, sigma, rho_max are scales and radii),
+both ends included; a list is A,B,C; a single number is a fixed value. --depth is an integer,
+a list 2,3,4 or an inclusive integer range 2:8. Exactly two of alpha, rho, sigma, rho_max and
+depth must be ranges or lists: they are the two axes of the picture (alpha, else the first of
+rho, sigma, rho_max, depth, is vertical). Each point is the rescaled single-example flow
+{(mu, +1)} from the balanced start w(0) = alpha, classified by analysis.phase_diagram.
+
+It writes OUT/phase.pdf, OUT/phase.png and OUT/phase.nc (the xarray Dataset of
+analysis.phase_diagram: code, first, last, n_switches, times, ...; the settings are in its
+attrs). Finished chunks are cached in --cache (default OUT/cache): an interrupted run, run
+again, resumes; a finished one redraws without solving.
+
+methods and their parameters:
+  gd            (none)
+  l2sam         --rho
+  l2sam-layer   --rho        (each layer normalised separately)
+  linfsam       --rho --delta  (the smoothed sign tanh(g/delta): analysis.phase_diagram
+                               cannot classify the Filippov flow of the exact sign)
+  lesam         --sigma --rho-max
+
+examples:
+  python -m figures phase --method l2sam --depth 3 --mu 1,2,3,4,5 \\
+      --alpha 1e-3:10:256 --rho 0.01:1:64 --out results/phase
+  python -m figures phase --method l2sam --rho 1 --alpha 0.01:3:128 --depth 2:8 --out DIR
+  python -m figures phase --method lesam --rho-max 0.3 --sigma 0.01:10:96 \\
+      --alpha 0.01:10:96 --loss exponential --out DIR
+  python -m figures phase --config phase.toml --out DIR     # flags override the file
+
+a TOML file holds the same settings, named as the flags (rho_max or rho-max):
+  method = "l2sam"
+  depth = 3
+  mu = [1, 2, 3, 4, 5]
+  alpha = "1e-3:10:256"      # a range is a string; a list is [a, b, ...]; a number is fixed
+  rho = "0.01:1:64"
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = ArgumentParser(
+        prog="python -m figures phase",
+        description="Sweep, save and draw a regime phase diagram over two of alpha, rho, sigma, "
+        "rho_max and depth (vector PDF + PNG, and the data as netCDF).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=None,
+    )
+    add = parser.add_argument
+    add("--config", metavar="FILE.toml", help="read the settings from a TOML file")
+    add("--method", help=f"one of {', '.join(METHODS)} (required)")
+    add("--alpha", metavar="A", help="initialisation scale alpha > 0 (required)")
+    add("--rho", metavar="R", help="SAM radius rho > 0 (l2sam, l2sam-layer, linfsam)")
+    add("--sigma", metavar="S", help="LE-SAM loss budget sigma > 0 (lesam)")
+    add("--rho-max", metavar="R", help="LE-SAM cap rho_max > 0 (lesam)")
+    add(
+        "--delta",
+        metavar="D",
+        help="linfsam's smoothed sign tanh(g/D), a fixed number > 0 (required for linfsam)",
+    )
+    add("--depth", metavar="L", help="depth L >= 1: 3, 2,3,4 or 2:8 (default 2)")
+    add("--mu", metavar="M1,...,Md", help="the example's features, > 0 (default 1,2,3,4,5)")
+    add("--loss", choices=("logistic", "exponential"), help="loss (default logistic)")
+    add(
+        "--collapse-tol",
+        type=float,
+        metavar="TOL",
+        help="a run collapses when |theta| falls to TOL |theta(0)| (default 1e-6)",
+    )
+    add("--out", metavar="OUT", help="output folder (required)")
+    add("--cache", metavar="DIR", help="sweep cache folder (default OUT/cache)")
+    add(
+        "--width",
+        choices=tuple(WIDTHS),
+        help="printed width: column 2.7 in (default) or full 5.5 in",
+    )
+    add("--quiet", action="store_true", help="no progress output")
+    return parser
+
+
+# --- parsing: one definition of a value, a range, a list ---------------------------------
+
+
+def parse_values(text, *, integer: bool = False):
+    """A fixed value (a float, or an int if ``integer``) or a 1-D array from one setting.
+
+    ``START:STOP:COUNT`` is ``COUNT >= 2`` log-spaced values from START to STOP (both > 0,
+    START < STOP); with ``integer``, ``START:STOP`` is every integer from START to STOP.
+    ``A,B,...`` (or a TOML list) is those values; a number is itself. Raises ``ValueError``
+    (without the flag's name) on anything else.
+    """
+    if isinstance(text, list):
+        text = ",".join(str(v) for v in text)
+    if isinstance(text, bool):
+        raise ValueError(f"expected a number, a list or a range; got {text!r}")
+    text = str(text).strip()
+    kind = int if integer else float
+
+    def number(s):
+        try:
+            value = kind(s)
+        except ValueError:
+            what = "an integer" if integer else "a number"
+            raise ValueError(f"{s.strip()!r} is not {what}") from None
+        if not np.isfinite(value) or value <= 0:
+            what = "an integer >= 1" if integer else "finite and > 0"
+            raise ValueError(f"{s.strip()!r} must be {what}")
+        return value
+
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != (2 if integer else 3):
+            form = "START:STOP" if integer else "START:STOP:COUNT"
+            raise ValueError(f"a range is {form}; got {text!r}")
+        start, stop = number(parts[0]), number(parts[1])
+        if integer:
+            if stop <= start:
+                raise ValueError(f"the range {text!r} is empty or reversed (STOP <= START)")
+            return np.arange(start, stop + 1)
+        try:
+            count = int(parts[2])
+        except ValueError:
+            raise ValueError(f"the count {parts[2]!r} of {text!r} is not an integer") from None
+        if count < 2:
+            raise ValueError(f"the range {text!r} is empty: COUNT must be >= 2")
+        if stop <= start:
+            raise ValueError(f"the range {text!r} is empty or reversed (STOP <= START)")
+        return np.geomspace(start, stop, count)
+    if "," in text:
+        values = np.array([number(s) for s in text.split(",")])
+        if np.any(np.diff(values) <= 0):
+            raise ValueError(f"the list {text!r} must be strictly increasing")
+        return values
+    if not text:
+        raise ValueError("empty value")
+    return number(text)
+
+
+def _settings(args, parser) -> dict:
+    """Flags over the TOML file over the defaults; unknown TOML keys are an error."""
+    given = {k: v for k, v in vars(args).items() if v is not None and k not in ("config", "quiet")}
+    file = {}
+    if args.config is not None:
+        try:
+            with open(args.config, "rb") as f:
+                raw = tomllib.load(f)
+        except OSError as err:
+            parser.error(f"--config {args.config}: cannot read it ({err.strerror or err})")
+        except tomllib.TOMLDecodeError as err:
+            parser.error(f"--config {args.config}: not valid TOML ({err})")
+        file = {k.replace("-", "_"): v for k, v in raw.items()}
+        unknown = sorted(k for k in raw if k.replace("-", "_") not in DEFAULTS)
+        if unknown:
+            parser.error(
+                f"--config {args.config}: unknown key(s) {', '.join(unknown)}; "
+                f"known: {', '.join(DEFAULTS)}"
+            )
+    return {**DEFAULTS, **file, **given}
+
+
+def check_settings(s: dict) -> dict:
+    """The checked configuration of a diagram, or ``ValueError`` naming the flag at fault.
+
+    Returns a dict with ``method`` (name), ``template`` (the :mod:`flows` method),
+    ``values`` (name -> a float, or an array for a swept axis, for α, ρ, σ, ρ_max and depth),
+    ``swept`` (the two swept names, vertical first), ``mu``, ``loss``, ``collapse_tol``,
+    ``out``, ``cache`` and ``width``.
+    """
+    if s["method"] is None:
+        raise ValueError("--method is required; choose from " + ", ".join(METHODS))
+    if s["method"] not in METHODS:
+        raise ValueError(
+            f"--method: unknown method {s['method']!r}; choose from {', '.join(METHODS)}"
+        )
+    make, params, _ = METHODS[s["method"]]
+    for name in PARAMS:
+        if s[name] is not None and name not in params:
+            raise ValueError(
+                f"{FLAGS[name]} does not belong to {s['method']} (its parameters: "
+                f"{', '.join(FLAGS[p] for p in params) or 'none'})"
+            )
+        if s[name] is None and name in params:
+            why = (
+                ": analysis.phase_diagram cannot classify the Filippov flow of the exact sign; "
+                "--delta sets the smoothed sign tanh(g/delta), e.g. --delta 1e-3"
+                if name == "delta"
+                else ""
+            )
+            raise ValueError(f"{FLAGS[name]} is required for {s['method']}{why}")
+    if s["alpha"] is None:
+        raise ValueError("--alpha is required")
+    values = {}
+    if s["delta"] is not None:
+        try:
+            values["delta"] = float(s["delta"])
+            assert np.isfinite(values["delta"]) and values["delta"] > 0
+        except (ValueError, TypeError, AssertionError):
+            raise ValueError(f"--delta: {s['delta']!r} is not a number > 0") from None
+    for name in AXES:
+        if s[name] is None:
+            continue
+        try:
+            values[name] = parse_values(s[name], integer=name == "depth")
+        except ValueError as err:
+            raise ValueError(f"{FLAGS[name]}: {err}") from None
+    try:
+        mu_text = ",".join(map(str, s["mu"])) if isinstance(s["mu"], list) else str(s["mu"])
+        mu = check_mu([float(x) for x in mu_text.split(",")])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"--mu: malformed {s['mu']!r} ({err}); e.g. --mu 1,2,3,4,5") from None
+    if s["loss"] not in ("logistic", "exponential"):
+        raise ValueError(f"--loss: {s['loss']!r} is not logistic or exponential")
+    try:
+        collapse_tol = float(s["collapse_tol"])
+        assert 0 < collapse_tol < 1
+    except (ValueError, TypeError, AssertionError):
+        raise ValueError(f"--collapse-tol: {s['collapse_tol']!r} is not in (0, 1)") from None
+    if s["width"] not in WIDTHS:
+        raise ValueError(f"--width: {s['width']!r} is not one of {', '.join(WIDTHS)}")
+    swept = [k for k in AXES if np.ndim(values.get(k)) == 1]
+    if len(swept) != 2:
+        got = ", ".join(FLAGS[k] for k in swept) or "none"
+        raise ValueError(
+            f"exactly two of {', '.join(FLAGS[k] for k in AXES)} must be ranges or lists "
+            f"(the axes of the picture); got {len(swept)}: {got}"
+        )
+    if s["out"] is None:
+        raise ValueError("--out is required")
+    out = Path(s["out"])
+    cache = Path(s["cache"]) if s["cache"] is not None else out / "cache"
+    return dict(
+        method=s["method"],
+        # the template carries the fixed parameters (1.0 for a swept one: replaced per point)
+        template=make(**{p: 1.0 if np.ndim(values[p]) else values[p] for p in params}),
+        values=values,
+        swept=swept,
+        mu=mu,
+        loss=s["loss"],
+        collapse_tol=collapse_tol,
+        out=out,
+        cache=cache,
+        width=s["width"],
+    )
+
+
+# --- computing and drawing ---------------------------------------------------------------
+
+
+def _order(points):
+    """Sweep order: by scale invariance a run's cost depends on α over the radius (or σ)."""
+    key = np.zeros(len(next(iter(points.values()))))
+    for name, sign in (("alpha", 1.0), ("rho", -1.0), ("sigma", -1.0)):
+        if name in points:
+            key = key + sign * np.log(points[name])
+    return key
+
+
+def compute(cfg: dict, *, progress: bool = True):
+    """The :func:`analysis.phase_diagram` Dataset of a checked configuration, with it in attrs."""
+    v = cfg["values"]
+    ds = analysis.phase_diagram(
+        cfg["template"],
+        cfg["mu"],
+        alpha=v["alpha"],
+        rho=v.get("rho"),
+        sigma=v.get("sigma"),
+        rho_max=v.get("rho_max"),
+        depth=[int(x) for x in np.atleast_1d(v["depth"])],
+        loss=cfg["loss"],
+        collapse_tol=cfg["collapse_tol"],
+        cache_dir=cfg["cache"],
+        progress=progress,
+        order=_order,
+    )
+    ds.attrs["command_method"] = cfg["method"]
+    ds.attrs["swept"] = " ".join(cfg["swept"])
+    ds.attrs["config"] = json.dumps(
+        {
+            "method": cfg["method"],
+            **{k: np.asarray(x).tolist() for k, x in v.items()},
+            "mu": cfg["mu"].tolist(),
+            "loss": cfg["loss"],
+            "collapse_tol": cfg["collapse_tol"],
+        }
+    )
+    return ds
+
+
+def _edges(x, log: bool):
+    """Cell edges around the grid values (geometric midpoints on a log axis)."""
+    t = np.log(x) if log else np.asarray(x, dtype=float)
+    mid = (t[1:] + t[:-1]) / 2
+    e = np.concatenate([[2 * t[0] - mid[0]], mid, [2 * t[-1] - mid[-1]]])
+    return np.exp(e) if log else e
+
+
+def _number(x) -> str:
+    return f"{float(x):g}"
+
+
+def title(ds) -> str:
+    """The caption-like title: the method and its fixed parameters, L, μ and the loss."""
+    cfg = json.loads(ds.attrs["config"])
+    swept = ds.attrs["swept"].split()
+    _, _, name = METHODS[cfg["method"]]
+    fixed = [
+        f"${SYMBOLS[k]}={_number(cfg[k])}$"
+        for k in (*PARAMS, "depth")
+        if k in cfg and k not in swept
+    ]
+    mu = ", ".join(_number(m) for m in cfg["mu"])
+    first = name + " regimes" + (", " + ", ".join(fixed) if fixed else "")
+    return f"{first}\n$\\mu=({mu})$, {cfg['loss']} loss"
+
+
+def draw(ds, width: str = "column"):
+    """The regime codes of a two-axis phase-diagram Dataset over its two axes."""
+    with matplotlib.rc_context(STYLE):  # the style for every artist, not only the Figure
+        return _draw(ds, width)
+
+
+def _draw(ds, width):
+    y_name, x_name = ds.attrs["swept"].split()
+    code = ds["code"].transpose(y_name, x_name).values
+    x, y = ds[x_name].values, ds[y_name].values
+    w, h = WIDTHS[width]
+    fig = new_figure(w, h)
+    ax = fig.add_subplot()
+    cmap, norm = regime_cmap()
+    logs = {}
+    for name, vals in ((x_name, x), (y_name, y)):
+        logs[name] = name != "depth" and vals.max() / vals.min() >= 10
+    ax.pcolormesh(
+        _edges(x, logs[x_name]),
+        _edges(y, logs[y_name]),
+        code,
+        cmap=cmap,
+        norm=norm,
+        shading="flat",
+        rasterized=True,
+    )
+    ax.set_xscale("log" if logs[x_name] else "linear")
+    ax.set_yscale("log" if logs[y_name] else "linear")
+    for axis, name in ((ax.xaxis, x_name), (ax.yaxis, y_name)):
+        if logs[name]:
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 0.01, not 10⁻²
+    if x_name == "depth":
+        ax.set_xticks(x)
+    if y_name == "depth":
+        ax.set_yticks(y)
+    ax.set_xlabel(LABELS[x_name])
+    ax.set_ylabel(LABELS[y_name])
+    ax.set_title(title(ds), fontsize=8)
+    present = sorted(set(np.unique(code).tolist()))
+    handles = [
+        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", lw=0.5, label=REGIME_NAMES[k])
+        for k in present
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(len(handles), 2 if width == "column" else 5),
+        fontsize=8,
+        frameon=False,
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
+    return fig
+
+
+def main(argv=None) -> int:
+    """Run ``python -m figures phase`` with the arguments ``argv`` (see ``--help``)."""
+    parser = _parser()
+    args_list = [str(a) for a in (sys.argv[2:] if argv is None else argv)]
+    args = parser.parse_args(args_list)
+    try:
+        cfg = check_settings(_settings(args, parser))
+        check_folder("--out", cfg["out"], create=True)
+        check_folder("--cache", cfg["cache"], create=True)
+    except ValueError as err:
+        parser.error(str(err))
+    t0 = time.perf_counter()
+    ds = compute(cfg, progress=not args.quiet)
+    ds.attrs["command"] = "python -m figures phase " + shlex.join(args_list)
+    nc = cfg["out"] / "phase.nc"
+    ds.to_netcdf(nc)
+    paths = save_figure(draw(ds, cfg["width"]), cfg["out"], "phase")
+    if not args.quiet:
+        counts = ", ".join(
+            f"{analysis.REGIMES[k]} {int(n)}"
+            for k, n in zip(*np.unique(ds["code"].values, return_counts=True), strict=True)
+        )
+        print(f"{counts} of {ds['code'].size} points ({time.perf_counter() - t0:.1f} s)")
+        print("wrote " + ", ".join(str(p) for p in (*paths, nc)))
+    return 0

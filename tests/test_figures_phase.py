@@ -1,0 +1,328 @@
+"""``python -m figures phase`` (issue 12, item 7): the user's own phase diagram is swept, saved
+and drawn; its regimes agree with :func:`analysis.regime` point by point and with the sympy
+bounds of :func:`analysis.l2sam_thresholds`; a rerun reads the cache; a TOML file gives the same
+diagram as the flags; and every bad input is one line naming its flag, before any computing."""
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import analysis
+import figures
+import flows
+from figures import _phase_cli
+from tests.test_cli import one_line_error
+
+MU = np.arange(1.0, 6.0)
+ROOT = Path(__file__).resolve().parents[1]
+# A tiny (α, ρ) grid at L = 2 that crosses the collapse, sequential and direct regions.
+FLAGS = ["--method", "l2sam", "--depth", "2", "--mu", "1,2,3,4,5"]
+GRID = ["--alpha", "0.02:3:6", "--rho", "0.1:1:5"]
+
+
+def _files(folder: Path) -> dict:
+    """Every file under ``folder``: relative path -> (size, mtime in ns)."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "jax-cache" not in p.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def flag_run(tmp_path_factory):
+    """The command as a user runs it, in process (``figures.main``)."""
+    out = tmp_path_factory.mktemp("phase") / "out"
+    assert figures.main(["phase", *FLAGS, *GRID, "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_writes_the_figure_and_the_data(flag_run):
+    for name in ("phase.pdf", "phase.png", "phase.nc"):
+        path = flag_run / name
+        assert path.is_file() and path.stat().st_size > 1000, path
+    ds = xr.load_dataset(flag_run / "phase.nc")
+    assert ds["code"].dims == ("alpha", "rho")
+    np.testing.assert_allclose(ds["alpha"], np.geomspace(0.02, 3.0, 6), rtol=1e-15)
+    np.testing.assert_allclose(ds["rho"], np.geomspace(0.1, 1.0, 5), rtol=1e-15)
+    assert ds.attrs["swept"] == "alpha rho" and ds.attrs["loss"] == "logistic"
+    assert "--alpha 0.02:3:6" in ds.attrs["command"]
+
+
+def test_codes_agree_with_analysis_regime(flag_run):
+    """An independent run of :func:`analysis.regime` at one point of each region and at points
+    next to the boundaries."""
+    ds = xr.load_dataset(flag_run / "phase.nc")
+    regimes = ds.attrs["regimes"].split()
+    for i, j in ((0, 4), (2, 2), (3, 1), (4, 4), (5, 0), (1, 0)):
+        alpha, rho = float(ds["alpha"][i]), float(ds["rho"][j])
+        expected = analysis.regime(flows.L2SAM(rho), MU, alpha, depth=2)
+        assert regimes[int(ds["code"][i, j])] == expected, (alpha, rho)
+
+
+def test_codes_respect_the_sympy_bounds(flag_run):
+    """α <= α_shrink collapses; α > α_direct (exact) is direct; between α_grow and α_direct
+    sequential (:func:`analysis.l2sam_thresholds`, closed forms)."""
+    ds = xr.load_dataset(flag_run / "phase.nc")
+    regimes = np.array(ds.attrs["regimes"].split())
+    seen = set()
+    for j, rho in enumerate(ds["rho"].values):
+        shrink, grow, direct = analysis.l2sam_thresholds(MU, float(rho))
+        for i, alpha in enumerate(ds["alpha"].values):
+            got = regimes[int(ds["code"][i, j])]
+            if alpha <= shrink:
+                assert got == "collapse", (alpha, rho)
+            elif alpha > direct * 1.01:
+                assert got == "direct", (alpha, rho)
+            elif grow <= alpha < direct * 0.99:
+                assert got == "sequential", (alpha, rho)
+            else:
+                continue
+            seen.add(got)
+    assert seen == {"collapse", "sequential", "direct"}  # the grid tests every bound
+
+
+def test_the_picture_draws_the_codes(flag_run):
+    ds = xr.load_dataset(flag_run / "phase.nc")
+    fig = _phase_cli.draw(ds)
+    ax = fig.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")  # both span a decade or more
+    assert "rho" in ax.get_xlabel() and "alpha" in ax.get_ylabel()
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert names == [figures._common.REGIME_NAMES[k] for k in np.unique(ds["code"])]
+    assert "$L=2$" in ax.get_title() and r"$\mu=(1, 2, 3, 4, 5)$" in ax.get_title()
+    assert fig.get_size_inches()[0] == pytest.approx(2.7)
+    mesh = ax.collections[0]
+    np.testing.assert_array_equal(np.asarray(mesh.get_array()).ravel(), ds["code"].values.ravel())
+
+
+def test_rerun_reads_the_cache(flag_run):
+    """The same command again computes nothing: the cache folder is unchanged, file by file."""
+    before = _files(flag_run / "cache")
+    assert any(name.endswith("result.npz") for name in before)
+    first = xr.load_dataset(flag_run / "phase.nc")
+    assert figures.main(["phase", *FLAGS, *GRID, "--out", str(flag_run), "--quiet"]) == 0
+    assert _files(flag_run / "cache") == before
+    xr.testing.assert_identical(first["code"], xr.load_dataset(flag_run / "phase.nc")["code"])
+
+
+def test_interrupted_run_resumes_from_its_chunks(flag_run, tmp_path):
+    """A run stopped after its chunks were written (no result.npz yet) reuses every chunk file
+    as it is and only assembles the result."""
+    cache = tmp_path / "cache"
+    shutil.copytree(flag_run / "cache", cache)
+    (result,) = cache.glob("*/result.npz")
+    result.unlink()
+    chunks = {k: v for k, v in _files(cache).items() if "/chunks/" in k}
+    assert chunks
+    out = tmp_path / "out"
+    args = [*FLAGS, *GRID, "--out", str(out), "--cache", str(cache), "--quiet"]
+    assert figures.main(["phase", *args]) == 0
+    after = _files(cache)
+    assert {k: v for k, v in after.items() if "/chunks/" in k} == chunks
+    assert result.is_file()
+    xr.testing.assert_identical(
+        xr.load_dataset(flag_run / "phase.nc")["code"], xr.load_dataset(out / "phase.nc")["code"]
+    )
+
+
+def test_toml_gives_the_same_diagram(flag_run, tmp_path):
+    """The TOML file of the same settings hits the same cache entry (the same configuration)
+    and gives the same Dataset; a flag overrides the file (here ``--alpha``)."""
+    config = tmp_path / "phase.toml"
+    config.write_text(
+        'method = "l2sam"\ndepth = 2\nmu = [1, 2, 3, 4, 5]\n'
+        'alpha = "0.5:4:3"\nrho = "0.1:1:5"\nloss = "logistic"\n'
+    )
+    cache = flag_run / "cache"
+    before = _files(cache)
+    out = tmp_path / "out"
+    args = [
+        "--config",
+        str(config),
+        "--alpha",
+        "0.02:3:6",
+        "--out",
+        str(out),
+        "--cache",
+        str(cache),
+    ]
+    assert figures.main(["phase", *args, "--quiet"]) == 0
+    assert _files(cache) == before
+    a, b = xr.load_dataset(flag_run / "phase.nc"), xr.load_dataset(out / "phase.nc")
+    for name in ("code", "first", "last", "n_switches"):
+        xr.testing.assert_identical(a[name], b[name])
+
+
+def test_depth_axis_as_a_process(tmp_path):
+    """``python -m figures phase`` in a fresh process, with depth as the second axis."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "figures", "phase", "--method", "l2sam", "--rho", "1"]
+    cmd += ["--alpha", "0.1:2:3", "--depth", "2:3", "--mu", "1,2,3", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote" in proc.stdout
+    ds = xr.load_dataset(out / "phase.nc")
+    assert ds["code"].dims == ("depth", "alpha")
+    regimes = ds.attrs["regimes"].split()
+    for k, depth in enumerate(ds["depth"].values):
+        for i in (0, 2):
+            alpha = float(ds["alpha"][i])
+            expected = analysis.regime(flows.L2SAM(1.0), [1.0, 2.0, 3.0], alpha, depth=int(depth))
+            assert regimes[int(ds["code"][k, i])] == expected, (depth, alpha)
+    assert (out / "phase.png").is_file() and (out / "phase.pdf").is_file()
+
+
+def test_help_documents_ranges_methods_and_examples(capsys):
+    with pytest.raises(SystemExit) as info:
+        figures.main(["phase", "--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for needle in ("START:STOP:COUNT", "log-spaced", "--config", "lesam", "--rho-max", "examples:"):
+        assert needle in text, needle
+
+
+@pytest.fixture
+def no_computing(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a command-line error must stop the run before any computing")
+
+    monkeypatch.setattr(analysis, "phase_diagram", forbidden)
+    monkeypatch.setattr(flows, "sweep", forbidden)
+
+
+def _bad_toml(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('method = "l2sam"\nrho = 1\nalpha = "0.1:1:4"\ndepth = "2:3"\nradius = 2\n')
+    return ["--config", str(path)]
+
+
+BASE = ["--alpha", "0.1:1:4", "--rho", "0.1:1:3"]
+BAD = {
+    "unknown method": (["--method", "sgd", *BASE], ["--method", "sgd"]),
+    "parameter of another method": (
+        ["--method", "l2sam", *BASE, "--sigma", "0.3"],
+        ["--sigma", "does not belong to l2sam"],
+    ),
+    "missing parameter": (
+        ["--method", "lesam", "--alpha", "0.1:1:4", "--sigma", "0.1:1:3"],
+        ["--rho-max", "required"],
+    ),
+    "reversed range": (
+        ["--method", "l2sam", "--alpha", "1:0.1:5", "--rho", "0.1:1:3"],
+        ["--alpha", "reversed"],
+    ),
+    "empty range": (
+        ["--method", "l2sam", "--alpha", "0.1:1:4", "--rho", "1:2:0"],
+        ["--rho", "empty"],
+    ),
+    "malformed range": (
+        ["--method", "l2sam", "--alpha", "0.1:1", "--rho", "0.1:1:3"],
+        ["--alpha", "START:STOP:COUNT"],
+    ),
+    "depth 0": (["--method", "l2sam", *BASE, "--depth", "0"], ["--depth", ">= 1"]),
+    "depth range with 0": (
+        ["--method", "l2sam", "--rho", "1", "--alpha", "0.1:1:3", "--depth", "0:3"],
+        ["--depth", ">= 1"],
+    ),
+    "malformed mu": (["--method", "l2sam", *BASE, "--mu", "1,2,x"], ["--mu", "malformed"]),
+    "mu without a unique largest": (
+        ["--method", "l2sam", *BASE, "--mu", "1,5,5"],
+        ["--mu", "unique largest"],
+    ),
+    "one swept axis": (
+        ["--method", "l2sam", "--alpha", "0.1:1:4", "--rho", "1"],
+        ["exactly two", "got 1: --alpha"],
+    ),
+    "three swept axes": (["--method", "l2sam", *BASE, "--depth", "2,3"], ["exactly two", "got 3"]),
+    "no method": (BASE, ["--method", "required"]),
+    "linfsam without delta": (["--method", "linfsam", *BASE], ["--delta", "required", "Filippov"]),
+    "delta of another method": (
+        ["--method", "l2sam", *BASE, "--delta", "1e-3"],
+        ["--delta", "does not belong to l2sam"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_naming_the_flag(case, capsys, no_computing, tmp_path):
+    args, needles = BAD[case]
+    out = ["--out", str(tmp_path / "out")]
+    one_line_error(capsys, lambda: figures.main(["phase", *args, *out]), *needles)
+    assert not (tmp_path / "out").exists()
+
+
+def test_toml_with_unknown_keys_is_an_error(capsys, no_computing, tmp_path):
+    call = lambda: figures.main(["phase", *_bad_toml(tmp_path), "--out", str(tmp_path / "o")])  # noqa: E731
+    one_line_error(capsys, call, "--config", "unknown key(s) radius")
+
+
+def test_unreadable_toml_is_an_error(capsys, no_computing, tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("method = l2sam\n")  # a string without quotes
+    call = lambda: figures.main(["phase", "--config", str(path), "--out", str(tmp_path)])  # noqa: E731
+    one_line_error(capsys, call, "--config", "not valid TOML")
+
+
+def test_bad_input_as_a_process(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "figures", "phase", "--method", "l2sam", "--rho", "1"]
+        + ["--alpha", "1:0.1:5", "--depth", "2,3", "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--alpha" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "integer", "expected"),
+    [
+        ("1e-3:10:5", False, [1e-3, 1e-2, 1e-1, 1.0, 10.0]),
+        ("2:5", True, [2, 3, 4, 5]),
+        ("0.5,2", False, [0.5, 2.0]),
+        ("3", True, 3),
+        ([1, 2, 4], True, [1, 2, 4]),
+    ],
+)
+def test_parse_values(text, integer, expected):
+    got = _phase_cli.parse_values(text, integer=integer)
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert np.ndim(got) == np.ndim(expected)
+
+
+def test_readme_command_is_accepted_as_written(monkeypatch, tmp_path):
+    """The README's command, word for word, up to the sweep (which is stopped here)."""
+    readme = (ROOT / "README.md").read_text()
+    line = next(s for s in readme.splitlines() if s.startswith("python -m figures phase "))
+    argv = shlex.split(line)[3:]
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def stop(cfg, **kwargs):
+        seen.update(cfg)
+        raise Stop
+
+    monkeypatch.setattr(_phase_cli, "compute", stop)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Stop):
+        figures.main(argv)
+    assert seen["method"] == "l2sam" and seen["swept"] == ["alpha", "rho"]
+    np.testing.assert_allclose(seen["values"]["alpha"], np.geomspace(1e-3, 10.0, 256), rtol=1e-15)
+    np.testing.assert_allclose(seen["values"]["rho"], np.geomspace(0.01, 1.0, 64), rtol=1e-15)
+    assert seen["values"]["depth"] == 3 and seen["mu"].tolist() == [1, 2, 3, 4, 5]
