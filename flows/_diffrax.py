@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from . import _rk
-from ._dynamics import clock_of, initial_state, is_finite, theta_of
+from ._dynamics import clock_of, initial_state, is_finite, is_representable, theta_of
 from ._events import diffrax_event, status_from_result, stop_conditions
 from ._trajectory import DenseOutput, Status, make_trajectory
 
@@ -21,11 +21,12 @@ _CONTINUE = -1  # a Filippov segment's status while segments remain
 _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it
 
 
-def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options):
+def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options, atol):
     """One ``diffeqsolve`` from ``s0`` to ``t1`` or the first downcrossing of ``condition``.
 
     Two sub-saves: the state at ``ts``, and the final state (at t1 or at the
-    event), which diffrax would otherwise mix into the ts buffer.
+    event), which diffrax would otherwise mix into the ts buffer. ``atol``: the
+    run's absolute tolerance (``SolverOptions.atol_for``).
     """
     return diffrax.diffeqsolve(
         term,
@@ -38,7 +39,7 @@ def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options):
         saveat=diffrax.SaveAt(
             subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)], dense=options.dense
         ),
-        stepsize_controller=options.controller(),
+        stepsize_controller=options.controller(atol),
         event=diffrax_event(condition),
         max_steps=options.max_steps,
         throw=False,
@@ -56,20 +57,22 @@ def solve_smooth(field, theta0, ts, t1, options):
     """Integrate a smooth field (``flows._dynamics.Field``) with one ``diffeqsolve``."""
     stops = stop_conditions(field.data, field.loss, theta0, options, field.rescaled)
     # One scalar condition g = min_i(-s_i c_i), positive while the run goes on; it
-    # crosses 0 downwards at the first event, and is -1 on a non-finite state.
+    # crosses 0 downwards at the first event, and is -1 on a state whose θ or β is
+    # not finite (β = ∏θ can overflow alone).
     margins_fn = lambda y: jnp.stack([-s * c(theta_of(y)) for c, s, _ in stops] + [jnp.inf])  # noqa: E731
 
     def condition(t, y, args):
-        return jnp.where(is_finite(y), jnp.min(margins_fn(y)), -1.0)
+        return jnp.where(is_representable(theta_of(y)), jnp.min(margins_fn(y)), -1.0)
 
     y0 = initial_state(theta0, field.clock)
     term = diffrax.ODETerm(lambda s, y, args: field(s, y))
-    sol = _diffeqsolve(term, options.solver, 0.0, t1, y0, None, ts, condition, options)
+    atol = options.atol_for(theta0)
+    sol = _diffeqsolve(term, options.solver, 0.0, t1, y0, None, ts, condition, options, atol)
     s_end, y_end, saved = _final(sol)
     # which event fired: the condition closest to (or past) zero at the event state
     codes = jnp.array([code for _, _, code in stops] + [Status.NONFINITE])
     status = status_from_result(sol.result, codes[jnp.argmin(margins_fn(y_end))])
-    status = jnp.where(is_finite(y_end), status, Status.NONFINITE)
+    status = jnp.where(is_representable(theta_of(y_end)), status, Status.NONFINITE)
     return _trajectory(
         field, ts, saved, s_end, y_end,
         status=status,
@@ -145,6 +148,7 @@ def solve_filippov(system, theta0, ts, t1, options):
     stops_pos = [(lambda y, c=c, s=s: -s * c(theta_of(y))) for c, s, _ in stops]
     codes = [code for _, _, code in stops]
     term = diffrax.ODETerm(lambda s, y, mode: system.velocity(s, y, *mode[:2]))
+    atol = options.atol_for(theta0)
 
     # One scalar event, the minimum of the switch condition and the stopping
     # conditions, located by bisection (no derivative of the equivalent control is
@@ -159,7 +163,9 @@ def solve_filippov(system, theta0, ts, t1, options):
         theta = theta_of(y)
         # Every segment starts at s = 0 or at a switch event: choose its mode.
         mode, (ok, flagged) = system.decide(s0, theta, mode)
-        sol = _diffeqsolve(term, solver, s0, t1, y, mode, jnp.clip(ts, s0, t1), condition, options)
+        sol = _diffeqsolve(
+            term, solver, s0, t1, y, mode, jnp.clip(ts, s0, t1), condition, options, atol
+        )
         s_end, y_end, new = _final(sol)
         inside = (ts >= s0) & (ts <= s_end)
         saved = jax.tree.map(
@@ -202,6 +208,7 @@ def solve_filippov(system, theta0, ts, t1, options):
     s_end, y_end, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
     ok = system.check(s_end, theta_of(y_end), mode)
     status = jnp.where(ok | (status == Status.NONFINITE), status, Status.SLIDING_FAILED)
+    status = jnp.where(is_representable(theta_of(y_end)), status, Status.NONFINITE)
     interpolation = None
     if options.dense:
         starts, ends, infos, size = dense

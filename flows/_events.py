@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
 
+from ._methods import _unit
 from ._problem import objective
 from ._trajectory import Status
 
@@ -47,7 +48,7 @@ def diffrax_event(condition) -> diffrax.Event:
 
 
 def stop_conditions(data, loss, theta0, options, rescaled):
-    """The continuous stopping conditions ``c(θ)`` (event when c crosses 0), one place.
+    r"""The continuous stopping conditions ``c(θ)`` (event when c crosses 0), one place.
 
     Each is scaled so that one rounding step in t moves it by far less than the
     root finder's tolerance: near a collapse ‖θ‖ moves linearly in t, so the
@@ -55,21 +56,30 @@ def stop_conditions(data, loss, theta0, options, rescaled):
     exponential in t, so those conditions are logarithms. Returns a list of
     ``(c, direction, status)`` with direction ``-1`` for a downcrossing and
     ``+1`` for an upcrossing.
+
+    The norms are scaled, :math:`\lVert\theta\rVert=s\lVert\theta/s\rVert` with
+    :math:`s=\max|\theta|` (``flows._methods._unit``), so that the ratio
+    :math:`\lVert\theta\rVert/\lVert\theta_0\rVert` is exact from 1e-300 to 1e300:
+    a squared norm underflows to 0 there (a false collapse) or overflows to inf (a
+    false escape, at 1e150 already; issue 15).
     """
-    norm0 = jnp.linalg.norm(theta0)
+    norm0 = _norm(theta0)
     collapse, escape, loss_tol = options.collapse_tol, options.escape(rescaled), options.loss_tol
     out = []
     if collapse is not None:
-        out.append((lambda y: jnp.linalg.norm(y) / norm0 - collapse, -1, Status.COLLAPSED))
+        out.append((lambda y: _norm(y) / norm0 - collapse, -1, Status.COLLAPSED))
     if escape is not None:
-        out.append(
-            (lambda y: jnp.log(jnp.linalg.norm(y) / norm0) - np.log(escape), +1, Status.ESCAPED)
-        )
+        out.append((lambda y: jnp.log(_norm(y) / norm0) - np.log(escape), +1, Status.ESCAPED))
     if loss_tol is not None:
         out.append(
             (lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1, Status.CONVERGED)
         )
     return out
+
+
+def _norm(theta):
+    r""":math:`\lVert\theta\rVert_2` without under- or overflow (a scaled norm)."""
+    return _unit(theta)[1]
 
 
 def status_from_result(result, event_code):
@@ -91,13 +101,14 @@ def status_from_result(result, event_code):
     )
 
 
-def scipy_status(sol, codes):
+def scipy_status(sol, codes, representable=True):
     """The :class:`Status` of a ``solve_ivp`` result whose terminal events have ``codes``.
 
     Reaching t1 is ``ok``, the first event that fired gives its code, a failure
-    or a non-finite final state is ``nonfinite``.
+    or a non-finite final state (``representable`` False: θ or β not finite) is
+    ``nonfinite``.
     """
-    if sol.status < 0 or not np.all(np.isfinite(sol.y[:, -1])):
+    if sol.status < 0 or not representable or not np.all(np.isfinite(sol.y[:, -1])):
         return Status.NONFINITE
     if sol.status == 0:
         return Status.OK
@@ -113,17 +124,17 @@ def step_budget_event(max_steps):
     calls; when the budget is spent it becomes the deterministic function
     ``t_mid - t`` (``t_mid`` the middle of the last step), so that the root
     finder sees a sign change and stops the run inside the last step.
+    ``budget.state`` keeps the last step's end, ``t_last`` and ``y_last``.
     """
-    state = {"count": 0, "t_last": -np.inf, "t_mid": None}
+    state = {"count": 0, "t_last": -np.inf, "t_mid": None, "y_last": None}
 
     def budget(t, y):
-        del y
         if state["t_mid"] is None and t > state["t_last"]:
             state["count"] += 1
             if state["count"] > max_steps:  # the first call is at t0, before any step
                 state["t_mid"] = 0.5 * (state["t_last"] + t)
-            state["t_last"] = t
+            state["t_last"], state["y_last"] = t, np.array(y)
         return 1.0 if state["t_mid"] is None else state["t_mid"] - t
 
-    budget.terminal, budget.direction = True, -1
+    budget.terminal, budget.direction, budget.state = True, -1, state
     return budget

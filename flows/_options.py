@@ -9,6 +9,8 @@ import inspect
 
 import diffrax
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import _rk
@@ -30,6 +32,21 @@ DIFFRAX_SOLVERS = {
 }
 SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
 BACKENDS = ("diffrax", "scipy")
+# atol="auto" is this times max|θ₀| (this itself where θ₀ = 0).
+AUTO_ATOL = 1e-10
+# diffrax rejects a step whose error estimate is not finite and shrinks it by
+# `factormin` = 0.2, for ever where the field is NaN at or just past the state: an
+# LE-SAM schedule that is NaN spent all 100,000 steps and ended `max_steps`
+# (issue 15). Such rejections (from a finite state; for an implicit solver only
+# those with a NaN trial state, as a failed Newton solve is an infinite estimate
+# too) end the run as `nonfinite` when NONFINITE_REJECTIONS come in a row (the last
+# trial step 0.2^60 ≈ 1e-42 of the first), or when NONFINITE_STALLS of them (in
+# all) tried a step below STALL_STEP·|t|, where t no longer moves. A step merely
+# too large (the trial stages overflow before a finite-time blow-up) is cured by a
+# few rejections and is not counted against the run.
+NONFINITE_REJECTIONS = 60
+NONFINITE_STALLS = 10
+STALL_STEP = 1e-12
 
 
 def _check_tol(name, value, low, high):
@@ -76,7 +93,18 @@ class SolverOptions(eqx.Module):
         solver: a name in ``DIFFRAX_SOLVERS`` or a ``diffrax.AbstractSolver``
             (diffrax; default ``"tsit5"``), or a ``solve_ivp`` method name
             (scipy; default ``"LSODA"``).
-        rtol, atol: tolerances, in (0, 1) and (0, inf).
+        rtol, atol: tolerances, in (0, 1) and (0, inf). ``atol="auto"`` (default)
+            is relative to the problem's own scale, :math:`10^{-10}\max|\theta_0|`
+            (:meth:`atol_for`), so that the scale twins
+            :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the rescaled
+            flow take the same steps at every magnitude (issue 15); a number is an
+            absolute tolerance, the same at every scale. The range has a floor: where
+            :math:`\mathrm{rtol}\,|\theta|` is subnormal (:math:`|\theta_0|\lesssim10^{-298}`
+            at rtol = 1e-8) the error norm of diffrax's controller is 0/0 and LSODA
+            refuses its error weights ("illegal input"); both end the run ``nonfinite``
+            at once. From 1e-150 to 1e150 the twins agree on both backends
+            (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
+            overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
         max_steps: step budget, an integer >= 1.
         collapse_tol: relative collapse threshold in (0, 1), or None.
         escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
@@ -99,7 +127,7 @@ class SolverOptions(eqx.Module):
     backend: str
     solver: object
     rtol: float
-    atol: float
+    atol: float | str
     max_steps: int
     collapse_tol: float | None
     escape_tol: float | None | str
@@ -113,7 +141,7 @@ class SolverOptions(eqx.Module):
         backend: str = "diffrax",
         solver=None,
         rtol: float = 1e-8,
-        atol: float = 1e-10,
+        atol: float | str = "auto",
         max_steps: int = 100_000,
         collapse_tol: float | None = 1e-6,
         escape_tol: float | None | str = "auto",
@@ -126,9 +154,13 @@ class SolverOptions(eqx.Module):
         self.backend = backend
         self.solver = _check_solver(solver, backend)
         self.rtol = _check_tol("rtol", rtol, 0.0, 1.0)
-        self.atol = _check_tol("atol", atol, 0.0, np.inf)
+        if not (isinstance(atol, str) and atol == "auto"):
+            atol = _check_tol("atol", atol, 0.0, np.inf)
+        self.atol = atol
         if self.rtol is None or self.atol is None:
-            raise ValueError("`rtol` and `atol` must be positive numbers, not None.")
+            raise ValueError(
+                "`rtol` and `atol` must be positive numbers (or atol='auto'), not None."
+            )
         self.max_steps = check_int("max_steps", max_steps, minimum=1)
         self.collapse_tol = _check_tol("collapse_tol", collapse_tol, 0.0, 1.0)
         if not (isinstance(escape_tol, str) and escape_tol == "auto"):
@@ -156,16 +188,31 @@ class SolverOptions(eqx.Module):
             return 1e6 if rescaled else None
         return self.escape_tol
 
-    def controller(self) -> diffrax.PIDController:
+    def atol_for(self, theta0):
+        r"""The absolute tolerance of a run from ``theta0``.
+
+        :math:`10^{-10}\max|\theta_0|` for ``atol="auto"`` (:math:`10^{-10}` where
+        :math:`\theta_0=0` or is not finite), else ``atol`` itself. Trace-safe.
+        """
+        if not isinstance(self.atol, str):
+            return self.atol
+        scale = jnp.max(jnp.abs(theta0))
+        ok = jnp.isfinite(scale) & (scale > 0)
+        return AUTO_ATOL * jnp.where(ok, scale, 1.0)
+
+    def controller(self, atol) -> diffrax.PIDController:
         """The PID step-size controller of the diffrax backend (one definition).
 
         Integral coefficient 1 for explicit solvers, 0.3 for implicit ones (diffrax's
-        recommendations), proportional 0.4.
+        recommendations), proportional 0.4; ``atol`` from :meth:`atol_for`. Steps
+        rejected again and again for a non-finite field stop the run
+        (:class:`FiniteController`).
         """
         implicit = isinstance(self.solver, diffrax.AbstractImplicitSolver)
-        return diffrax.PIDController(
-            rtol=self.rtol, atol=self.atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0
-        )
+        return FiniteController(
+            rtol=self.rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0,
+            implicit=implicit,
+        )  # fmt: skip
 
     def replace(self, **changes) -> "SolverOptions":
         """A copy with some options changed (validated again)."""
@@ -180,3 +227,47 @@ OPTION_DEFAULTS = {
     k: p.default for k, p in inspect.signature(SolverOptions.__init__).parameters.items()
     if k != "self"
 }  # fmt: skip
+
+
+class FiniteController(diffrax.PIDController):
+    r"""A PID controller that stops a run whose field is not finite at its state.
+
+    diffrax turns a NaN error estimate into inf and rejects the step, shrinking it
+    by ``factormin``, for ever: a field that is NaN at (or just past) the accepted
+    state spent the whole step budget and ended ``max_steps`` (issue 15). Here
+    steps rejected from a finite state for a non-finite error estimate (explicit
+    solvers) or a NaN trial state (implicit solvers, whose failed Newton solves are
+    infinite estimates too) end the run with a solver failure (``dt_min_reached``),
+    reported ``nonfinite``: ``NONFINITE_REJECTIONS`` in a row (a field that is not
+    finite at the state), or ``NONFINITE_STALLS`` in all of steps below
+    ``STALL_STEP``·|t| (a field that is not finite just past the state, which the
+    run approaches in ever smaller steps).
+    """
+
+    implicit: bool = eqx.field(static=True, kw_only=True, default=False)
+
+    def init(self, terms, t0, t1, y0, dt0, args, func, error_order):
+        t1, state = super().init(terms, t0, t1, y0, dt0, args, func, error_order)
+        zero = jnp.zeros((), jnp.int32)
+        return t1, (state, (zero, zero))
+
+    def adapt_step_size(self, t0, t1, y0, y1_candidate, args, y_error, error_order, state):
+        inner, count = state
+        keep, t0n, t1n, jump, inner, result = super().adapt_step_size(
+            t0, t1, y0, y1_candidate, args, y_error, error_order, inner
+        )
+
+        def all_(fn, tree):
+            return jnp.all(jnp.stack([jnp.all(fn(x)) for x in jax.tree.leaves(tree)]))
+
+        if self.implicit:
+            bad = ~all_(lambda x: ~jnp.isnan(x), y1_candidate)
+        else:
+            bad = ~all_(jnp.isfinite, y_error)
+        run, stalls = count
+        failed = ~keep & bad & all_(jnp.isfinite, y0)
+        run = jnp.where(failed, run + 1, 0)
+        stalls = stalls + (failed & (jnp.abs(t1 - t0) <= STALL_STEP * jnp.abs(t0)))
+        stop = (run >= NONFINITE_REJECTIONS) | (stalls >= NONFINITE_STALLS)
+        result = diffrax.RESULTS.where(stop, diffrax.RESULTS.dt_min_reached, result)
+        return keep, t0n, t1n, jump, (inner, (run, stalls)), result

@@ -4,7 +4,18 @@ Both drivers take ``(field, theta0, ts, t1, options)`` like the diffrax ones
 (``flows._diffrax``) and return a :class:`~flows.Trajectory`. The state is
 flattened to a vector; for the rescaled flow it ends with the clock state
 (``flows._dynamics``). Implicit methods get the autodiff Jacobian.
+
+Every run ends within its budget: ``solve_ivp`` has no step budget of its own,
+so steps are counted by an event (``flows._events.step_budget_event``) and the
+calls of the field and its Jacobian are counted here, ``CALLS_PER_STEP`` per step
+of the budget; LSODA can call the field for ever without finishing a step (it
+never left t = 0 on ℓ2-SAM at ρ = 1e300, issue 15). A spent call budget ends the
+run with ``max_steps`` at the last completed step; there is no dense output then,
+so the saving times after t = 0 are NaN. ``NONFINITE_CALLS`` consecutive
+non-finite field values end it as ``nonfinite``.
 """
+
+from types import SimpleNamespace
 
 import equinox as eqx
 import jax
@@ -12,11 +23,23 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.integrate
 
-from ._dynamics import clock_of, initial_state, theta_of
+from ._dynamics import clock_of, initial_state, is_representable, theta_of
 from ._events import scipy_status, step_budget_event, stop_conditions
 from ._trajectory import Status, make_trajectory
 
 _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it (as diffrax)
+# Field and Jacobian calls allowed per step of the budget: Radau's Newton loop takes
+# up to 3 x 6 field calls per try, and a step may be tried a few times.
+CALLS_PER_STEP = 50
+NONFINITE_CALLS = 200  # consecutive non-finite field values that end a run
+
+
+class _Spent(Exception):
+    """Raised inside ``solve_ivp`` to end a run; ``status`` says why."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
 
 
 class _Flat(eqx.Module):
@@ -59,9 +82,13 @@ def _stop_events(data, loss, theta0, options, rescaled, flat):
 
 
 def _saved(sol, ts, s0, s_end, flat, out):
-    """Write the dense solution at the saving times in ``[s0, s_end]`` into ``out``."""
+    """Write the dense solution at the saving times in ``[s0, s_end]`` into ``out``.
+
+    A run without dense output (a spent call budget) or without a step (one that
+    failed at once, e.g. LSODA's illegal input) writes nothing.
+    """
     inside = (ts >= s0) & (ts <= s_end)
-    if inside.any():
+    if inside.any() and sol.sol is not None and len(sol.t) > 1:
         out[inside] = sol.sol(ts[inside]).T
     return out
 
@@ -82,19 +109,68 @@ def _trajectory(ts, out, flat, data, loss, rescaled, s_end, z_end, **kw):
     )
 
 
-def _solve_ivp(fun, jac, s0, t1, z0, events, options):
+def _solve_ivp(fun, jac, s0, t1, z0, events, options, atol, max_steps):
+    """``solve_ivp`` from ``s0`` with the events ``events`` and the step budget
+    ``max_steps`` (its event is appended last; see the module docstring).
+
+    A run ended by the call budget or by a non-finite field returns a result with
+    ``status`` -2 and ``sol = None``, its last state the last completed step's.
+    """
     implicit = options.solver in ("LSODA", "Radau", "BDF")
-    return scipy.integrate.solve_ivp(
-        fun,
-        (float(s0), float(t1)),
-        z0,
-        method=options.solver,
-        rtol=options.rtol,
-        atol=options.atol,
-        jac=jac if implicit else None,
-        events=events,
-        dense_output=True,
-    )
+    budget = step_budget_event(max_steps)
+    calls = {"n": 0, "bad": 0}
+    limit = CALLS_PER_STEP * max_steps
+
+    def count():
+        calls["n"] += 1
+        if calls["n"] > limit:
+            raise _Spent(Status.MAX_STEPS)
+
+    def counted_fun(s, z):
+        count()
+        v = fun(s, z)
+        calls["bad"] = 0 if np.all(np.isfinite(v)) else calls["bad"] + 1
+        if calls["bad"] >= NONFINITE_CALLS:
+            raise _Spent(Status.NONFINITE)
+        return v
+
+    def counted_jac(s, z):
+        count()
+        return jac(s, z)
+
+    try:
+        return scipy.integrate.solve_ivp(
+            counted_fun,
+            (float(s0), float(t1)),
+            z0,
+            method=options.solver,
+            rtol=options.rtol,
+            atol=atol,
+            jac=counted_jac if implicit and jac is not None else None,
+            events=[*events, budget],
+            dense_output=True,
+        )
+    except _Spent as spent:
+        t_last, y_last = budget.state["t_last"], budget.state["y_last"]
+        if y_last is None:
+            t_last, y_last = float(s0), np.asarray(z0)
+        return SimpleNamespace(
+            t=np.array([float(t_last)]), y=np.asarray(y_last)[:, None], status=-2, sol=None,
+            spent=spent.status, t_events=[np.empty(0)] * (len(events) + 1),
+            n_steps=max(budget.state["count"] - 1, 0),
+        )  # fmt: skip
+
+
+def _n_steps(sol):
+    """The steps a run took (a spent run keeps only its last state)."""
+    return getattr(sol, "n_steps", len(sol.t) - 1)
+
+
+def _status(sol, codes, theta_end):
+    """The run's status: the spent budget's, or ``scipy_status`` (θ and β finite)."""
+    if getattr(sol, "spent", None) is not None:
+        return sol.spent
+    return scipy_status(sol, codes, bool(is_representable(jnp.asarray(theta_end))))
 
 
 def solve_smooth(field, theta0, ts, t1, options):
@@ -106,15 +182,18 @@ def solve_smooth(field, theta0, ts, t1, options):
     fun = lambda s, z: np.asarray(_flat_call(fn, flat, np.asarray(s), z))  # noqa: E731
     jac = lambda s, z: np.asarray(_flat_jacobian(fn, flat, np.asarray(s), z))  # noqa: E731
     events, codes, _ = _stop_events(field.data, field.loss, theta0, options, field.rescaled, flat)
-    events.append(step_budget_event(options.max_steps))
     codes.append(Status.MAX_STEPS)
     z0 = np.asarray(flat.ravel(initial_state(theta0, field.clock)))
-    sol = _solve_ivp(fun, jac, 0.0, t1, z0, events, options)
+    atol = float(options.atol_for(theta0))
+    sol = _solve_ivp(fun, jac, 0.0, t1, z0, events, options, atol, options.max_steps)
     tsn = np.asarray(ts)
-    out = _saved(sol, tsn, 0.0, sol.t[-1], flat, np.full((tsn.shape[0], z0.size), np.nan))
+    out = np.full((tsn.shape[0], z0.size), np.nan)
+    out[tsn == 0] = z0
+    out = _saved(sol, tsn, 0.0, sol.t[-1], flat, out)
+    theta_end = theta_of(flat.unravel(jnp.asarray(sol.y[:, -1])))
     return _trajectory(
         tsn, out, flat, field.data, field.loss, field.rescaled, sol.t[-1], sol.y[:, -1],
-        status=scipy_status(sol, codes), n_steps=len(sol.t) - 1, n_rejected=-1,
+        status=_status(sol, codes, theta_end), n_steps=_n_steps(sol), n_rejected=-1,
     )  # fmt: skip
 
 
@@ -139,7 +218,9 @@ def solve_filippov(system, theta0, ts, t1, options):
     )
     tsn = np.asarray(ts)
     z = np.asarray(flat.ravel(initial_state(theta0, system.clock)))
+    atol = float(options.atol_for(theta0))
     out = np.full((tsn.shape[0], z.size), np.nan)
+    out[tsn == 0] = z
     s, mode = 0.0, system.initial_mode(theta0)
     status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
     while status is None:
@@ -158,16 +239,17 @@ def solve_filippov(system, theta0, ts, t1, options):
             return float(_call(system, "switch_condition", jnp.asarray(s_), theta_, mode))
 
         on_switch.terminal, on_switch.direction = True, -1
-        events = [on_switch, *stop_events, step_budget_event(max(options.max_steps - steps, 1))]
-        sol = _solve_ivp(fun, None, s, t1, z, events, options)
+        events = [on_switch, *stop_events]
+        budget = max(options.max_steps - steps, 1)
+        sol = _solve_ivp(fun, None, s, t1, z, events, options, atol, budget)
         s_end = float(sol.t[-1])
         out = _saved(sol, tsn, s, s_end, flat, out)
-        steps += len(sol.t) - 1
+        steps += _n_steps(sol)
         if np.any(mode[1]):
             t_slide += s_end - s
         s, z = s_end, sol.y[:, -1]
         theta = theta_of(flat.unravel(jnp.asarray(z)))
-        code = scipy_status(sol, [None, *stop_codes, Status.MAX_STEPS])
+        code = _status(sol, [None, *stop_codes, Status.MAX_STEPS], theta)
         stopped = [k for c, d, k in stops if float(-d * c(theta)) <= _STOP_TOL]
         if code in (Status.OK, Status.NONFINITE):
             status = code

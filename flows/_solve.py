@@ -78,9 +78,13 @@ def solve(
     * ``escaped``: :math:`\lVert\theta\rVert\ge e\lVert\theta_0\rVert` (e: ``escape_tol``);
     * ``converged``: :math:`\mathcal L(\theta)\le` ``loss_tol``;
     * ``max_steps``: ``max_steps`` solver steps were spent;
-    * ``nonfinite``: a non-finite state or any other solver failure.
+    * ``nonfinite``: a state whose θ or :math:`\beta=\prod_l\theta^{(l)}` is not
+      finite, a field that keeps giving NaN or inf at (or just past) the state, or
+      any other solver failure.
 
-    The thresholds are relative to :math:`\lVert\theta_0\rVert` so that the
+    The thresholds (and the default ``atol``) are relative to the problem's own
+    scale, :math:`\lVert\theta_0\rVert`, and the norms are computed without
+    squaring (no under- or overflow from 1e-300 to 1e300), so that the
     scale invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the
     rescaled flow (science.md §5) is kept exactly. Continuous events are located
     by root-finding on the dense output (diffrax) or by ``solve_ivp``'s event
@@ -112,7 +116,12 @@ def solve(
             ``diffrax.AbstractSolver``; scipy: a ``solve_ivp`` method name
             (default ``"LSODA"``; implicit methods get the autodiff Jacobian).
         rtol, atol: tolerances of the PID step-size controller / of ``solve_ivp``.
-        max_steps: step budget.
+            ``atol="auto"`` (default) is relative to the problem's scale,
+            :math:`10^{-10}\max|\theta_0|`, so that the scale twins take the same
+            steps at every magnitude; a number is an absolute tolerance.
+        max_steps: step budget. The scipy backend also stops (``max_steps``) after
+            ``50 max_steps`` calls of the field and its Jacobian (LSODA can call it
+            for ever without finishing a step).
         collapse_tol: relative collapse threshold in (0, 1), or None for no event.
         escape_tol: relative escape threshold > 1, or None for no event. The
             default ``"auto"`` means 1e6 for the rescaled flow and no event for the
@@ -184,9 +193,7 @@ def _check_options(options, given) -> SolverOptions:
         return SolverOptions(**given)
     if not isinstance(options, SolverOptions):
         raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
-    changed = sorted(
-        k for k, v in given.items() if v is not _D[k] and v != _D[k]
-    )
+    changed = sorted(k for k, v in given.items() if v is not _D[k] and v != _D[k])
     if changed:
         raise ValueError(
             f"`options` replaces the keywords {changed}: pass them in the SolverOptions "
@@ -208,8 +215,7 @@ def _check_schedule(method, t1):
             ) from err
         if value.shape != () or not np.isfinite(value) or value < 0:
             raise ValueError(
-                f"`sigma` must return a finite number >= 0 at every time; "
-                f"sigma({t:g}) = {value!r}."
+                f"`sigma` must return a finite number >= 0 at every time; sigma({t:g}) = {value!r}."
             )
 
 
