@@ -87,7 +87,11 @@ def run(
     )
 
     def body(c):
+        # Under vmap the loop body runs for every lane until the last one is decided and the
+        # decided lanes' results are discarded: give them a vanishing budget so that they
+        # integrate (almost) nothing. Unvmapped the body never runs for a decided lane.
         t1 = budget(c["theta"], mu, bound, depth, c["passes"])
+        t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
         traj = flows.solve(method, data, c["theta"], t1=t1, rescaled=True, dense=track, **opts)
         out = dict(c)
         if track:
