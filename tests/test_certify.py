@@ -59,12 +59,13 @@ def test_depth1_certificate_is_exact():
 def test_invariant_order_and_leader():
     m = flows.L2SAM(1.0)
     theta0 = np.tile(np.full(5, 0.3), (4, 1))
-    assert invariant_leader(m, theta0, MU, 4) == 4  # argmax μ_j α^{L-2}
-    assert invariant_leader(m, theta0, MU, 2) is None  # the theorem is for L >= 3
-    assert invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4) is None
+    assert int(invariant_leader(m, theta0, MU, 4)) == 4  # argmax μ_j α^{L-2}
+    assert int(invariant_leader(m, theta0, MU, 2)) == -1  # the theorem is for L >= 3
+    assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4)) == -1
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(0.3 * MU**-0.5, (4, 1)), MU, 4))
     w = 0.3 * MU**-0.5  # all q_j = μ_j w_j² equal: the order is lost
-    assert not keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU, 4)
-    assert keeps_invariant_order(m, theta0, theta0 * 2, MU, 4)
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU, 4))
+    assert bool(keeps_invariant_order(m, theta0, theta0 * 2, MU, 4))
 
 
 def test_time_scale_is_homogeneous():
