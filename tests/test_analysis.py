@@ -7,37 +7,9 @@ import scipy.optimize
 
 import analysis
 import flows
+from tests.helpers import gd_rescaled, grid, l2sam_d1
 
 SQ2 = np.sqrt(2.0)
-
-
-# Solves share one saving-grid size and one set of static options wherever possible, so
-# that jit compiles each (method, L, d) once for the whole module.
-N_SAVE = 41
-
-
-def grid(t1):
-    return np.linspace(0.0, t1, N_SAVE)
-
-
-def gd_rescaled(mu, alpha, depth, t1, **kw):
-    data = flows.single_example(mu)
-    theta0 = flows.balanced_init(np.asarray(alpha, dtype=float), depth)
-    kw = dict(ts=grid(t1), dense=True) | kw
-    return flows.solve(flows.GD(), data, theta0, t1=t1, rescaled=True, **kw)
-
-
-def l2sam_d1(alpha, t1, mu=2.0, rho=1.0):
-    """ℓ2-SAM, L = 2, d = 1: dw/dτ = μ (w - ρ/√2) (hand-derived from the rescaled flow)."""
-    return flows.solve(
-        flows.L2SAM(rho),
-        flows.single_example([mu]),
-        flows.balanced_init(alpha, 2, 1),
-        t1=t1,
-        rescaled=True,
-        ts=grid(t1),
-        dense=True,
-    )
 
 
 # --- closed-form thresholds ------------------------------------------------------------
