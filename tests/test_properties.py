@@ -367,18 +367,15 @@ def refused_or_integrated(call, *names):
 
 @pytest.fixture
 def no_integration(monkeypatch):
-    from flows import _solve
+    """Every integrator (smooth and Filippov, both backends) raises ``Solved``."""
+    from flows import _diffrax, _scipy
 
     def stop(*args, **kwargs):
         raise Solved
 
-    for name in ("_solve_diffrax", "_solve_scipy"):
-        monkeypatch.setattr(_solve, name, stop)
-    import flows._filippov as filippov
-
-    for name in dir(filippov):
-        if name.startswith("solve_filippov"):
-            monkeypatch.setattr(filippov, name, stop)
+    for backend in (_diffrax, _scipy):
+        for name in ("solve_smooth", "solve_filippov"):
+            monkeypatch.setattr(backend, name, stop)
 
 
 SOLVE_KEYS = "theta0 t1 rtol atol max_steps collapse_tol escape_tol loss_tol loss solver".split()
