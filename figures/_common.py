@@ -62,13 +62,28 @@ REGIME_COLORS = (
     "#FFFFFF",
 )
 
+# Printed sizes (inches): a paper's text width and one column of it.
+FULL_WIDTH = 5.5
+COLUMN_WIDTH = 2.7
+
 STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "legend.fontsize": 7.5,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "figure.titlesize": 8.5,
+    "legend.fontsize": 7,
+    "legend.frameon": False,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "axes.linewidth": 0.6,
+    "lines.linewidth": 1.1,
+    "lines.markersize": 3.5,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "xtick.major.size": 2.5,
+    "ytick.major.size": 2.5,
+    "xtick.minor.size": 1.5,
+    "ytick.minor.size": 1.5,
     "figure.dpi": 100,
     "savefig.dpi": 200,
     "savefig.bbox": "tight",
@@ -133,9 +148,49 @@ class FigureSpec:
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A matplotlib Figure (no pyplot, no GUI backend) in the package style."""
+    """A matplotlib Figure (no pyplot, no GUI backend) at its printed size, in inches.
+
+    Call it inside :func:`styled` (``make`` and the ``phase`` command draw every
+    figure there), so that axes, titles and legends made later take the style too.
+    """
+    if width > FULL_WIDTH + 1e-9:
+        raise ValueError(f"`width` must be at most the text width {FULL_WIDTH} in; got {width}.")
     with matplotlib.rc_context(STYLE):
         return Figure(figsize=(width, height), layout="constrained")
+
+
+def styled(draw: Callable[[dict], Figure], data: dict) -> Figure:
+    """``draw(data)`` with the package style in force for every artist it makes."""
+    with matplotlib.rc_context(STYLE):
+        return draw(data)
+
+
+def panel_labels(axes, *, x: float = -0.02, y: float = 1.02) -> None:
+    """Label panels (a), (b), ... in bold at the top left, outside the data."""
+    for k, ax in enumerate(axes):
+        ax.text(
+            x, y, f"({chr(ord('a') + k)})", transform=ax.transAxes, ha="right", va="bottom",
+            fontweight="bold", fontsize=STYLE["axes.titlesize"],
+        )  # fmt: skip
+
+
+def plain_log_ticks(ax, axis: str = "both") -> None:
+    """Log-axis tick labels as plain decimals (0.2, 1, 10) instead of 2×10⁻¹.
+
+    Keeps powers of ten above 10⁴ or below 10⁻³, where plain decimals get long.
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    def fmt(v, _pos):
+        if v <= 0 or not (1e-3 <= v < 1e4):
+            e = np.log10(v) if v > 0 else 0.0
+            return f"$10^{{{int(round(e))}}}$" if v > 0 and abs(e - round(e)) < 1e-9 else ""
+        return f"{v:g}"
+
+    for name in ("x", "y") if axis == "both" else (axis,):
+        a = getattr(ax, f"{name}axis")
+        a.set_major_formatter(FuncFormatter(fmt))
+        a.set_minor_formatter(NullFormatter())
 
 
 def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:

@@ -148,7 +148,7 @@ def _pcolor_classes(ax, x, y, cls):
 
 
 def draw_regime_map(data: dict):
-    fig = new_figure(7.6, 4.4)
+    fig = new_figure(5.5, 3.2)
     ax = fig.add_subplot()
     rho, alpha = data["rho"], data["alpha"]
     _pcolor_classes(ax, rho, alpha, data["regime"])
@@ -261,7 +261,7 @@ def _index_legend(fig, d=MU.size, white="run ended (escape)", extra=()):
 
 
 def draw_minor_first(data: dict):
-    fig = new_figure(7.6, 4.4)
+    fig = new_figure(5.5, 3.2)
     ax = fig.add_subplot()
     _index_map(ax, data["tau"], data["alpha"], data["jdag"])
     cmap, _ = index_cmap(MU.size)
@@ -322,7 +322,7 @@ def compute_depth(ctx: Context) -> dict:
 
 def draw_depth(data: dict):
     depths = data["depths"]
-    fig = new_figure(10.0, 3.6)
+    fig = new_figure(5.5, 2.2)
     axes = fig.subplots(1, len(depths), sharey=True)
     for k, (ax, L) in enumerate(zip(axes, depths, strict=True)):
         jd = data["jdag"][k]
@@ -373,7 +373,7 @@ def compute_lesam(ctx: Context) -> dict:
 
 
 def draw_lesam(data: dict):
-    fig = new_figure(12.0, 3.8)
+    fig = new_figure(5.5, 2.0)
     axes = fig.subplots(1, 3, width_ratios=[1.1, 1, 1])
     ax = axes[0]
     _pcolor_classes(ax, data["sigma"], data["alpha"], data["regime"])

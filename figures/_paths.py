@@ -72,7 +72,7 @@ def compute_trajectories(ctx: Context) -> dict:
 
 
 def draw_trajectories(data: dict):
-    fig = new_figure(10.5, 5.0)
+    fig = new_figure(5.5, 3.4)
     axes = fig.subplots(2, 4)
     ts = data["ts"]
     for row, L in enumerate((1, 2)):
@@ -181,7 +181,7 @@ LIMIT_NAMES = ("solver failure", r"$\beta\to0$", r"$e_1$ (minor)", r"$e_2$ (majo
 def draw_linf_limits(data: dict):
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    fig = new_figure(8.4, 4.0)
+    fig = new_figure(5.5, 2.6)
     axes = fig.subplots(1, 2, sharey=True)
     cmap, norm = ListedColormap(LIMIT_COLORS), BoundaryNorm(np.arange(-1.5, 3.5), 4)
     a, rho = data["alpha"], float(data["rho"])
@@ -257,7 +257,7 @@ def compute_discrete(ctx: Context) -> dict:
 
 
 def draw_discrete(data: dict):
-    fig = new_figure(9.0, 3.8)
+    fig = new_figure(5.5, 2.3)
     ax, bx = fig.subplots(1, 2, width_ratios=[1.3, 1])
     for j in range(2):
         ax.plot(

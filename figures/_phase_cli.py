@@ -28,6 +28,8 @@ from analysis._problem import check_mu
 from flows._cli import ArgumentParser
 
 from ._common import (
+    COLUMN_WIDTH,
+    FULL_WIDTH,
     REGIME_COLORS,
     REGIME_NAMES,
     STYLE,
@@ -74,7 +76,7 @@ SYMBOLS = {
     "depth": "L",
     "delta": r"\delta",
 }
-WIDTHS = {"column": (2.7, 2.9), "full": (5.5, 3.6)}
+WIDTHS = {"column": (COLUMN_WIDTH, 2.9), "full": (FULL_WIDTH, 3.6)}
 #: Every setting, with its default (None: required where the method needs it).
 DEFAULTS = {
     "method": None,

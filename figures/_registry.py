@@ -15,6 +15,7 @@ from ._common import (
     load_data,
     save_data,
     save_figure,
+    styled,
 )
 from ._maps import DEPTH, LESAM
 from ._maps import FIGURES as _MAPS
@@ -64,7 +65,7 @@ def make(
                 print(f"[{name}] computing ({'quick' if quick else 'full'})", flush=True)
             data = spec.compute(ctx)
             save_data(ctx, name, data, time.perf_counter() - t0)
-        written[name] = save_figure(spec.draw(data), ctx.out, name)
+        written[name] = save_figure(styled(spec.draw, data), ctx.out, name)
         if progress:
             print(f"[{name}] {time.perf_counter() - t0:.1f} s -> {written[name][1]}", flush=True)
     return written
