@@ -31,3 +31,5 @@ from ._regime import RegimePath as RegimePath
 from ._regime import regime as regime
 from ._regime import regime_code as regime_code
 from ._regime import regime_path as regime_path
+from ._sharpness import Sharpness as Sharpness
+from ._sharpness import sharpness as sharpness

@@ -1,0 +1,266 @@
+r"""analysis.sharpness: trace, top eigenvalue and gradient norm of the θ-Hessian of the loss.
+
+Expected values come from the closed form (derived by hand, module docstring of
+analysis/_sharpness.py), written here in numpy and evaluated at the trajectory's saved states:
+
+.. math::
+    H=\frac1n\sum_i\big(\ell''(m_i)\nabla m_i\nabla m_i^\top+\ell'(m_i)\nabla^2m_i\big),\qquad
+    \partial_{w^{(l)}_j}m_i=y_ix_{ij}\prod_{k\ne l}w^{(k)}_j,
+
+with ℓ', ℓ'' of the logistic loss from scipy's expit (ℓ'=-expit(-z), ℓ''=expit(z)expit(-z)) or
+of the exponential loss; at L = 3 the Hessian comes from sympy instead. Eigenvalues of the
+expected matrices are numpy's ``eigvalsh``.
+"""
+
+import numpy as np
+import pytest
+import scipy.special
+import sympy
+
+import analysis
+import flows
+from tests.helpers import separable_data
+
+
+def _derivatives(loss, z):
+    """(ℓ'(z), ℓ''(z)) in numpy, independently of flows."""
+    if loss == "logistic":
+        return -scipy.special.expit(-z), scipy.special.expit(z) * scipy.special.expit(-z)
+    return -np.exp(-z), np.exp(-z)
+
+
+def _closed_form(theta, data, loss):
+    """(trace, λ_max, ‖∇L‖) of the closed-form θ-Hessian at θ (L, d), any depth."""
+    X, y = np.asarray(data.X), np.asarray(data.y)
+    depth, d = theta.shape
+    n = X.shape[0]
+    m = y * (X @ np.prod(theta, axis=0))
+    d1, d2 = _derivatives(loss, m)
+    hess = np.zeros((depth * d, depth * d))
+    grad = np.zeros(depth * d)
+    for i in range(n):
+        # ∂m_i/∂w_j^(l) = y_i x_ij Π_{k≠l} w_j^(k); index l*d + j
+        gm = np.array(
+            [
+                y[i] * X[i, j] * np.prod(np.delete(theta[:, j], layer))
+                for layer in range(depth)
+                for j in range(d)
+            ]
+        )
+        hm = np.zeros((depth * d, depth * d))
+        for j in range(d):
+            for l1 in range(depth):
+                for l2 in range(depth):
+                    if l1 != l2:
+                        rest = np.prod(np.delete(theta[:, j], [l1, l2]))
+                        hm[l1 * d + j, l2 * d + j] = y[i] * X[i, j] * rest
+        hess += (d2[i] * np.outer(gm, gm) + d1[i] * hm) / n
+        grad += d1[i] * gm / n
+    return np.trace(hess), np.linalg.eigvalsh(hess)[-1], np.linalg.norm(grad)
+
+
+def _gd_trajectory(data, theta0, loss="logistic", t1=3.0):
+    ts = np.linspace(0.0, t1, 7)
+    return flows.solve(flows.GD(), data, np.asarray(theta0, dtype=float), t1=t1, ts=ts, loss=loss)
+
+
+def _check_against(traj, data, loss, expected_fn, rtol=1e-9):
+    got = analysis.sharpness(traj, data, loss=loss)
+    thetas = np.asarray(traj.thetas)
+    assert np.asarray(traj.reached).all()
+    for k in range(thetas.shape[0]):
+        tr, top, gn = expected_fn(thetas[k], data, loss)
+        np.testing.assert_allclose(got.trace[k], tr, rtol=rtol)
+        np.testing.assert_allclose(got.top[k], top, rtol=rtol)
+        np.testing.assert_allclose(got.grad_norm[k], gn, rtol=rtol)
+    return got
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_depth_one_is_the_data_hessian(loss):
+    """L = 1: H = (1/n) Σ ℓ''(m_i) x_i x_iᵀ (PSD; the θ- and β-Hessians agree)."""
+    data = separable_data(n=5, d=3, seed=1)
+    traj = _gd_trajectory(data, [[0.3, -0.2, 0.1]], loss)
+
+    def expected(theta, data, loss):
+        X, y = np.asarray(data.X), np.asarray(data.y)
+        d1, d2 = _derivatives(loss, y * (X @ theta[0]))
+        hess = (X.T * d2) @ X / X.shape[0]
+        grad = X.T @ (d1 * y) / X.shape[0]
+        return np.trace(hess), np.linalg.eigvalsh(hess)[-1], np.linalg.norm(grad)
+
+    got = _check_against(traj, data, loss, expected)
+    assert np.all(got.top > 0) and np.all(got.trace >= got.top)
+
+
+def test_depth_one_single_example_hand_values():
+    """One example, L = 1: H = ℓ''(m) μμᵀ, so tr H = λ_max = ℓ''(m)‖μ‖², ‖∇L‖ = |ℓ'(m)|‖μ‖."""
+    mu = np.array([1.0, 2.0])
+    data = flows.single_example(mu)
+    traj = _gd_trajectory(data, [[0.5, 0.25]])
+    m = np.asarray(traj.thetas)[:, 0, :] @ mu
+    got = analysis.sharpness(traj, data)
+    sig = 1 / (1 + np.exp(-m))
+    np.testing.assert_allclose(got.trace, sig * (1 - sig) * 5.0, rtol=1e-12)
+    np.testing.assert_allclose(got.top, sig * (1 - sig) * 5.0, rtol=1e-12)
+    np.testing.assert_allclose(got.grad_norm, (1 - sig) * np.sqrt(5.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_depth_two_closed_form_unbalanced(loss):
+    """L = 2 from an unbalanced, mixed-sign start, n = 4 examples: the full closed form."""
+    data = separable_data(n=4, d=3, seed=2)
+    theta0 = [[0.4, -0.3, 0.2], [0.1, 0.5, -0.6]]
+    _check_against(_gd_trajectory(data, theta0, loss), data, loss, _closed_form)
+
+
+def test_depth_two_scalar_eigenvalues():
+    r"""L = 2, d = 1, one example μ, w^(1) = w^(2) = w: H = ℓ''μ²w²·11ᵀ + ℓ'μ·[[0,1],[1,0]].
+
+    Eigenvectors (1, 1) and (1, -1): λ = 2ℓ''μ²w² + ℓ'μ and λ = -ℓ'μ (> 0), so
+    λ_max = max of the two and tr H = 2ℓ''μ²w². Both signs of 2ℓ''μ²w² + 2ℓ'μ occur on the run.
+    """
+    mu = 1.5
+    data = flows.single_example([mu])
+    traj = flows.solve(
+        flows.GD(), data, flows.balanced_init(0.2, 2, 1), t1=6.0, ts=np.linspace(0, 6.0, 13)
+    )
+    w = np.asarray(traj.thetas)[:, 0, 0]
+    m = mu * w**2
+    d1, d2 = _derivatives("logistic", m)
+    first, second = 2 * d2 * mu**2 * w**2 + d1 * mu, -d1 * mu
+    assert np.any(first > second) and np.any(first < second)  # the top eigenvector changes
+    got = analysis.sharpness(traj, data)
+    np.testing.assert_allclose(got.top, np.maximum(first, second), rtol=1e-11)
+    np.testing.assert_allclose(got.trace, 2 * d2 * mu**2 * w**2, rtol=1e-11)
+    np.testing.assert_allclose(got.grad_norm, -d1 * mu * np.sqrt(2) * np.abs(w), rtol=1e-11)
+
+
+def test_depth_two_has_negative_curvature_near_the_origin():
+    """Near θ = 0 the term ℓ'∇²m (eigenvalues ±μ_j/2) dominates: λ_max ≈ max μ / 2 ≫ tr H."""
+    data = flows.single_example([1.0, 2.0])
+    traj = _gd_trajectory(data, flows.balanced_init(1e-3, 2, 2), t1=1e-3)
+    got = analysis.sharpness(traj, data)
+    theta = np.asarray(traj.thetas)[0]
+    X = np.array([1.0, 2.0])
+    # at β ≈ 0: ℓ'(0) = -1/2, eigenvalues of -½[[0, D],[D, 0]] are ±½μ_j, ℓ'' term O(α²)
+    np.testing.assert_allclose(got.top[0], 0.5 * X.max(), rtol=1e-5)
+    assert got.trace[0] == pytest.approx(_closed_form(theta, data, "logistic")[0], rel=1e-10)
+    assert got.trace[0] < 1e-5  # tr H = ℓ''‖∇m‖² = O(α²), far below λ_max
+
+
+@pytest.fixture(scope="module")
+def sympy_depth_three():
+    """The L = 3 Hessian and gradient of the logistic loss on a two-example dataset, by sympy."""
+    X = np.array([[1.0, 0.5], [0.25, -1.5]])
+    y = np.array([1.0, -1.0])
+    w = sympy.Matrix(3, 2, lambda k, j: sympy.Symbol(f"w{k}{j}"))
+    beta = [w[0, j] * w[1, j] * w[2, j] for j in range(2)]
+    objective = sum(
+        sympy.log(1 + sympy.exp(-sympy.Rational(int(y[i])) * sum(
+            sympy.nsimplify(X[i, j]) * beta[j] for j in range(2)
+        )))
+        for i in range(2)
+    ) / 2  # fmt: skip
+    symbols = list(w)  # row-major: layer l, coordinate j -> l*d + j, as θ.reshape(-1)
+    hess = sympy.lambdify(symbols, sympy.hessian(objective, symbols), "numpy")
+    grad = sympy.lambdify(symbols, [sympy.diff(objective, s) for s in symbols], "numpy")
+    return flows.Dataset(X, y), hess, grad
+
+
+def test_depth_three_against_sympy(sympy_depth_three):
+    data, hess, grad = sympy_depth_three
+
+    def expected(theta, data, loss):
+        h = np.array(hess(*theta.reshape(-1)), dtype=float)
+        g = np.array(grad(*theta.reshape(-1)), dtype=float)
+        return np.trace(h), np.linalg.eigvalsh(h)[-1], np.linalg.norm(g)
+
+    theta0 = [[0.6, -0.4], [0.5, 0.3], [-0.7, 0.45]]
+    _check_against(_gd_trajectory(data, theta0, t1=2.0), data, "logistic", expected)
+    # and the numpy closed form agrees with sympy at depth 3 (the formula used at L = 2)
+    theta = np.array(theta0)
+    np.testing.assert_allclose(_closed_form(theta, data, "logistic"), expected(theta, data, None))
+
+
+def test_rescaled_and_discrete_trajectories():
+    """The Hessian is a function of θ alone: a rescaled flow and discrete iterates work alike."""
+    data = flows.single_example([1.0, 2.0, 3.0])
+    theta0 = flows.balanced_init(0.4, 2, 3)
+    rescaled = flows.solve(
+        flows.L2SAM(0.2), data, theta0, t1=1.0, ts=np.linspace(0, 1, 5), rescaled=True
+    )
+    discrete = flows.iterate(flows.LESAM(0.35, 0.3), data, theta0, lr=0.05, steps=20, every=5)
+    for traj in (rescaled, discrete):
+        _check_against(traj, data, "logistic", _closed_form)
+
+
+def test_nan_exactly_after_t_end():
+    """A collapsing run: NaN at the saved times after t_end, finite closed-form values before."""
+    data = flows.single_example([1.0, 2.0])
+    traj = flows.solve(
+        flows.L2SAM(1.0),
+        data,
+        flows.balanced_init(0.05, 2, 2),
+        t1=50.0,
+        ts=np.linspace(0.0, 50.0, 11),
+        rescaled=True,
+        collapse_tol=1e-3,
+    )
+    assert traj.status_name == "collapsed"
+    reached = np.asarray(traj.reached)
+    assert reached.any() and not reached.all()
+    got = analysis.sharpness(traj, data)
+    for values in got:
+        assert np.all(np.isnan(values[~reached])) and np.all(np.isfinite(values[reached]))
+    thetas = np.asarray(traj.thetas)
+    for k in np.flatnonzero(reached):
+        np.testing.assert_allclose(
+            [got.trace[k], got.top[k], got.grad_norm[k]],
+            _closed_form(thetas[k], data, "logistic"),
+            rtol=1e-9,
+        )
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    data = flows.single_example([1.0, 2.0])
+    return data, _gd_trajectory(data, flows.balanced_init(0.3, 2, 2))
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        (lambda traj, data: ("not a trajectory", data), "`traj`"),
+        (lambda traj, data: (traj, "not data"), "`data`"),
+        (lambda traj, data: (traj, flows.single_example([1.0, 2.0, 3.0])), "`data`"),
+        (lambda traj, data: (traj, flows.single_example([1.0, 2.5])), "`data`"),
+        (lambda traj, data: (traj, data, "hinge"), "`loss`"),
+        (lambda traj, data: (traj, data, "exponential"), "`loss`"),
+    ],
+    ids=["traj", "data-type", "data-d", "data-other", "loss-unknown", "loss-other"],
+)
+def test_bad_input_names_the_argument(small_run, args, name):
+    data, traj = small_run
+    with pytest.raises(ValueError, match=name):
+        analysis.sharpness(*args(traj, data))
+
+
+def test_batched_trajectory_is_refused(small_run):
+    data, traj = small_run
+    import jax
+
+    batch = jax.tree.map(lambda x: np.stack([x, x]) if hasattr(x, "shape") else x, traj)
+    with pytest.raises(ValueError, match="`traj`"):
+        analysis.sharpness(batch, data)
+
+
+def test_non_finite_reached_state_is_refused(small_run):
+    data, traj = small_run
+    import equinox as eqx
+
+    thetas = np.asarray(traj.thetas).copy()
+    thetas[2, 0, 0] = np.nan
+    broken = eqx.tree_at(lambda t: t.thetas, traj, thetas)
+    with pytest.raises(ValueError, match="non-finite state"):
+        analysis.sharpness(broken, data)
