@@ -346,75 +346,6 @@ def draw_depth(data: dict):
     return fig
 
 
-# --- figure 7: LE-SAM against ℓ2-SAM ----------------------------------------------------
-
-
-SIGMA_PATH = 0.1
-
-
-def compute_lesam(ctx: Context) -> dict:
-    n = ctx.pick(96, 12)
-    alphas, sigmas = np.geomspace(1e-2, 10.0, n), np.geomspace(1e-3, 10.0, n)
-    ds = _phase(ctx, flows.LESAM(1.0, RHO_MAX), alpha=alphas, sigma=sigmas)
-    path_alphas = np.geomspace(0.2, 1.5, ctx.pick(160, 20))
-    le = _path_sweep(ctx, path_alphas, SIGMA_PATH, [2], "le")
-    l2 = _path_sweep(ctx, path_alphas, RHO_MAX, [2], "l2")
-    return dict(
-        alpha=alphas,
-        sigma=sigmas,
-        regime=ds["code"].values,
-        path_alpha=path_alphas,
-        tau=tau_grid(2, le["jdag"].shape[-1]),
-        jdag_le=le["jdag"][0, 0, :, 0],
-        jdag_l2=l2["jdag"][0, 0, :, 0],
-        sigma_path=np.array(SIGMA_PATH),
-        rho_max=np.array(RHO_MAX),
-    )
-
-
-def draw_lesam(data: dict):
-    fig = new_figure(5.5, 2.0)
-    axes = fig.subplots(1, 3, width_ratios=[1.1, 1, 1])
-    ax = axes[0]
-    _pcolor_classes(ax, data["sigma"], data["alpha"], data["regime"])
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel=r"LE-SAM loss budget $\sigma$",
-        ylabel=r"initialisation scale $\alpha$",
-        title=rf"LE-SAM regimes, $L=2$, $\rho_{{\max}}={float(data['rho_max']):g}$",
-    )
-    present = set(np.unique(data["regime"]).tolist())
-    regimes = [
-        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", label=REGIME_NAMES[k])
-        for k in range(4)
-        if k in present
-    ]
-    for ax, jd, title in (
-        (
-            axes[1],
-            data["jdag_le"],
-            rf"LE-SAM $j^\dagger(\tau)$, $\sigma={float(data['sigma_path']):g}$",
-        ),
-        (
-            axes[2],
-            data["jdag_l2"],
-            rf"$\ell_2$-SAM $j^\dagger(\tau)$, $\rho={float(data['rho_max']):g}$",
-        ),
-    ):
-        _index_map(ax, data["tau"], data["path_alpha"], jd)
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlabel=r"rescaled time $\tau$",
-            ylabel=r"$\alpha$",
-            title=title,
-            xlim=(data["tau"][0], data["tau"][-1]),
-        )
-    _index_legend(fig, extra=regimes)
-    return fig
-
-
 FIGURES = [
     FigureSpec(
         "regime_map",
@@ -431,10 +362,4 @@ FIGURES = [
 ]
 DEPTH = FigureSpec(
     "depth", "j†(τ) maps of ℓ2-SAM for L = 2, 3, 4 with α_c per depth", compute_depth, draw_depth
-)
-LESAM = FigureSpec(
-    "lesam",
-    "LE-SAM regime map over (α, σ) and its j†(τ) map beside ℓ2-SAM's",
-    compute_lesam,
-    draw_lesam,
 )

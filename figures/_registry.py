@@ -17,7 +17,8 @@ from ._common import (
     save_figure,
     styled,
 )
-from ._maps import DEPTH, LESAM
+from ._lesam import LESAM
+from ._maps import DEPTH
 from ._maps import FIGURES as _MAPS
 from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
 

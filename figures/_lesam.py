@@ -1,0 +1,251 @@
+r"""LE-SAM at the public reference defaults and beyond (figure 7).
+
+LE-SAM (flows.LESAM) perturbs by :math:`\rho_t\,g/\lVert g\rVert` with
+:math:`\rho_t=\min(\sigma/(\lVert g\rVert+\varrho),\rho_{\max})`, :math:`g=\nabla\mathcal L`;
+the public reference implementation uses :math:`\sigma=0.35`, :math:`\rho_{\max}=0.3`. The loss is
+the logistic loss throughout: LE-SAM's rescaled flow depends on it (science.md §5).
+
+* Regimes over :math:`(\sigma,\alpha)` at :math:`\rho_{\max}=0.3`: :func:`analysis.phase_diagram`
+  of the rescaled single-example flow on :math:`\mu=(1,\dots,5)` (as the other regime maps), the
+  ℓ2-SAM(:math:`\rho=\rho_{\max}`) boundaries (its rays :math:`\alpha=k\rho` read at
+  :math:`\rho=\rho_{\max}`: :func:`analysis.critical_alpha` and the exact
+  :func:`analysis.l2sam_thresholds`), and LE-SAM's own boundaries found along σ at fixed α by
+  :func:`analysis.boundary`.
+* Sharpness against the loss (the LE-SAM paper's flatness claim): :func:`analysis.sharpness`
+  (trace and top eigenvalue of the θ-Hessian, and :math:`\lVert\nabla\mathcal L\rVert`) along the
+  plain flows of GD, ℓ2-SAM(:math:`\rho_{\max}`) and LE-SAM(σ, ρ_max) on a small multi-example
+  dataset (:data:`SHARP_DATA`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+import analysis
+import flows
+
+from ._common import (
+    FULL_WIDTH,
+    METHOD_COLORS,
+    OKABE_ITO,
+    UNDETERMINED,
+    Context,
+    FigureSpec,
+    new_figure,
+    panel_labels,
+    plain_log_ticks,
+)
+from ._maps import COLLAPSE_TOL, MU, _boundaries, _pcolor_classes, _phase, _regime_legend
+
+SIGMA, RHO_MAX = 0.35, 0.3  # the public reference defaults
+LOSS = "logistic"
+LESAM_COLOR = OKABE_ITO["green"]
+
+# --- the regime map ------------------------------------------------------------------------
+
+ALPHA_RANGE, SIGMA_RANGE = (5e-3, 0.5), (1e-3, 10.0)
+# α at which the boundaries are searched along σ (analysis.boundary over SIGMA_RANGE): below
+# ℓ2-SAM(ρ_max)'s α_c (0.104) a large σ collapses; below its α_direct (0.257) it is sequential.
+ALPHA_COLLAPSE = np.geomspace(0.01, 0.1, 7)
+ALPHA_DIRECT = np.geomspace(0.015, 0.25, 7)
+
+
+def _sigma_boundary(alpha: float, kind: str) -> float:
+    """σ at which LE-SAM(σ, ρ_max) from α changes regime (``kind`` of analysis.boundary).
+
+    Large σ is the "below" side (collapse, or not direct); NaN where the regime does not
+    change over SIGMA_RANGE.
+    """
+    try:
+        b = analysis.boundary(
+            lambda s: (flows.LESAM(s, RHO_MAX), alpha),
+            MU,
+            bracket=SIGMA_RANGE[::-1],
+            kind=kind,
+            rtol=1e-4,
+            collapse_tol=COLLAPSE_TOL,
+            loss=LOSS,
+        )
+    except ValueError:  # no change of regime over SIGMA_RANGE at this α
+        return float("nan")
+    return b.value
+
+
+# --- the sharpness panel -------------------------------------------------------------------
+
+#: The multi-example dataset of the sharpness panel: n = 8 examples, labels alternating +1, -1,
+#: :math:`x_i=y_i\,s\,\mu\odot u_i` with :math:`\mu=(1,\dots,5)`, :math:`s=4`, and
+#: :math:`u_i\sim U(0.5,1.5)^5` (numpy seed 0): separable by any β > 0, minor to major features
+#: as in the single example. At :math:`s=4` the gradient norm starts above
+#: :math:`\sigma/\rho_{\max}\approx1.17`, so LE-SAM's loss-equated branch is active early (with
+#: :math:`s=1`, :math:`\lVert\nabla\mathcal L\rVert<0.85` throughout: LE-SAM would be
+#: ℓ2-SAM(ρ_max) exactly).
+SHARP_SCALE, SHARP_N = 4.0, 8
+ALPHA_SHARP = 0.12
+T_SHARP = 1e4  # every run's loss is below LOSS_MIN by then
+LOSS_MIN = 1e-6
+
+
+def sharp_data() -> flows.Dataset:
+    """:data:`SHARP_DATA`'s construction (documented there)."""
+    rng = np.random.default_rng(0)
+    y = np.where(np.arange(SHARP_N) % 2 == 0, 1.0, -1.0)
+    u = rng.uniform(0.5, 1.5, size=(SHARP_N, MU.size))
+    return flows.Dataset(SHARP_SCALE * y[:, None] * MU * u, y)
+
+
+SHARP_DATA = sharp_data()
+#: GD is ℓ2-SAM with ρ = 0 (flows guarantees that they agree exactly): one compiled solver.
+SHARP_METHODS = {
+    "GD": flows.L2SAM(0.0),
+    "ℓ2-SAM": flows.L2SAM(RHO_MAX),
+    "LE-SAM": flows.LESAM(SIGMA, RHO_MAX),
+}
+SHARP_COLORS = {"GD": METHOD_COLORS["GD"], "ℓ2-SAM": METHOD_COLORS["ℓ2-SAM"], "LE-SAM": LESAM_COLOR}
+SHARP_LABELS = {
+    "GD": "GD",
+    "ℓ2-SAM": rf"$\ell_2$-SAM, $\rho={RHO_MAX:g}$",
+    "LE-SAM": rf"LE-SAM, $\sigma={SIGMA:g}$, $\rho_{{\max}}={RHO_MAX:g}$",
+}
+
+
+def _sharpness(ctx: Context) -> dict:
+    """Trace, λ_max, ‖∇L‖ and the loss along each method's plain flow on SHARP_DATA."""
+    ts = np.concatenate([[0.0], np.geomspace(1e-2, T_SHARP, ctx.pick(300, 120))])
+    theta0 = flows.balanced_init(ALPHA_SHARP, 2, MU.size)
+    out = {}
+    for name, method in SHARP_METHODS.items():
+        traj = flows.solve(method, SHARP_DATA, theta0, t1=ts[-1], ts=ts, loss=LOSS)
+        if traj.status_name != "ok":
+            raise RuntimeError(f"sharpness panel: the {name} run ended {traj.status_name}.")
+        s = analysis.sharpness(traj, SHARP_DATA, loss=LOSS)
+        out.update(
+            {
+                f"loss/{name}": np.asarray(traj.loss),
+                f"trace/{name}": s.trace,
+                f"top/{name}": s.top,
+                f"grad_norm/{name}": s.grad_norm,
+            }
+        )
+    return out
+
+
+# --- compute and draw ----------------------------------------------------------------------
+
+
+def compute_lesam(ctx: Context) -> dict:
+    n = ctx.pick(56, 10)
+    alphas, sigmas = np.geomspace(*ALPHA_RANGE, n), np.geomspace(*SIGMA_RANGE, n)
+    ds = _phase(ctx, flows.LESAM(SIGMA, RHO_MAX), alpha=alphas, sigma=sigmas)
+    if np.any(ds["code"].values == UNDETERMINED):  # the legend would not explain them
+        raise RuntimeError("lesam: undetermined runs on the regime grid; raise max_passes.")
+    ctx.log("ℓ2-SAM(ρ_max) boundaries; LE-SAM boundaries along σ (analysis.boundary)")
+    l2_crit, _ = _boundaries(flows.L2SAM, [RHO_MAX], 2, ctx.quick)
+    # Each kind of boundary compiles its own vmapped solver: too slow for a smoke run.
+    search = lambda alphas, kind: np.array(  # noqa: E731
+        [np.nan if ctx.quick else _sigma_boundary(float(a), kind) for a in alphas]
+    )
+    sigma_c, sigma_d = search(ALPHA_COLLAPSE, "collapse"), search(ALPHA_DIRECT, "direct")
+    ctx.log("sharpness along GD, ℓ2-SAM and LE-SAM (analysis.sharpness)")
+    return dict(
+        alpha=alphas,
+        sigma=sigmas,
+        regime=ds["code"].values,
+        l2_crit=l2_crit[0],
+        l2_direct=np.array(analysis.l2sam_thresholds(MU, RHO_MAX).direct),
+        alpha_collapse=ALPHA_COLLAPSE,
+        sigma_collapse=sigma_c,
+        alpha_direct=ALPHA_DIRECT,
+        sigma_direct=sigma_d,
+        sigma_default=np.array(SIGMA),
+        rho_max=np.array(RHO_MAX),
+        alpha_sharp=np.array(ALPHA_SHARP),
+        **_sharpness(ctx),
+    )
+
+
+def _draw_regimes(ax, data):
+    _pcolor_classes(ax, data["sigma"], data["alpha"], data["regime"])
+    if np.isfinite(data["l2_crit"]):  # NaN in the quick version
+        ax.axhline(data["l2_crit"], color="k", ls="--", lw=0.9)
+    ax.axhline(data["l2_direct"], color="k", ls=":", lw=1.1)
+    ax.axvline(data["sigma_default"], color=OKABE_ITO["vermillion"], lw=0.9)
+    for s, a, marker in (
+        (data["sigma_collapse"], data["alpha_collapse"], "o"),
+        (data["sigma_direct"], data["alpha_direct"], "s"),
+    ):
+        ok = np.isfinite(s)
+        ax.plot(s[ok], a[ok], marker=marker, ls="-", lw=0.7, color="k", mfc="w", mec="k", ms=3.5)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(data["sigma"][0], data["sigma"][-1]),
+        ylim=(data["alpha"][0], data["alpha"][-1]),
+        xlabel=r"LE-SAM loss budget $\sigma$",
+        ylabel=r"initialisation scale $\alpha$ ($L=2$)",
+        title=rf"LE-SAM regimes, $\rho_{{\max}}={float(data['rho_max']):g}$, logistic loss",
+    )
+    plain_log_ticks(ax)
+    rho = float(data["rho_max"])
+    extra = [
+        Line2D([], [], color="k", marker="o", mfc="w", ms=3.5, lw=0.7,
+               label=r"LE-SAM $\alpha_c(\sigma)$ (boundary along $\sigma$)"),
+        Line2D([], [], color="k", marker="s", mfc="w", ms=3.5, lw=0.7,
+               label=r"LE-SAM $\alpha_{\rm direct}(\sigma)$ (boundary along $\sigma$)"),
+        Line2D([], [], color="k", ls="--", lw=0.9,
+               label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_c$"),
+        Line2D([], [], color="k", ls=":", lw=1.1,
+               label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_{{\rm direct}}$ (exact)"),
+        Line2D([], [], color=OKABE_ITO["vermillion"], lw=0.9,
+               label=rf"public default $\sigma={float(data['sigma_default']):g}$"),
+    ]  # fmt: skip
+    _regime_legend(ax, set(np.unique(data["regime"]).tolist()), extra)
+
+
+def _draw_sharpness(ax, data):
+    for name in SHARP_METHODS:
+        loss = data[f"loss/{name}"]
+        for key, ls in (("trace", "-"), ("top", "--")):
+            ax.plot(loss, data[f"{key}/{name}"], ls=ls, color=SHARP_COLORS[name])
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(0.5, LOSS_MIN),  # reversed: training runs left to right
+        xlabel=r"training loss $\mathcal{L}(\theta)$ (logistic)",
+        ylabel=r"$H=\nabla^2_\theta\mathcal{L}$ ($L=2$)",
+        title=rf"sharpness on {SHARP_N} examples, $\alpha={float(data['alpha_sharp']):g}$",
+    )
+    shown = np.concatenate(
+        [
+            data[f"{k}/{n}"][data[f"loss/{n}"] >= LOSS_MIN]
+            for n in SHARP_METHODS
+            for k in ("trace", "top")
+        ]
+    )
+    ax.set_ylim(0.7 * np.nanmin(shown), 1.4 * np.nanmax(shown))  # the part left of LOSS_MIN
+    plain_log_ticks(ax)
+    handles = [Line2D([], [], color=SHARP_COLORS[n], label=SHARP_LABELS[n]) for n in SHARP_METHODS]
+    handles += [
+        Line2D([], [], color="0.3", ls="-", label=r"trace $\mathrm{tr}\,H$"),
+        Line2D([], [], color="0.3", ls="--", label=r"top eigenvalue $\lambda_{\max}(H)$"),
+    ]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+
+
+def draw_lesam(data: dict):
+    fig = new_figure(FULL_WIDTH, 4.2)
+    ax_map, ax_sharp = fig.subplots(2, 1, height_ratios=[1.15, 1])
+    _draw_regimes(ax_map, data)
+    _draw_sharpness(ax_sharp, data)
+    panel_labels([ax_map, ax_sharp])
+    return fig
+
+
+LESAM = FigureSpec(
+    "lesam",
+    "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
+    "Hessian trace / top eigenvalue against the loss (GD, ℓ2-SAM, LE-SAM)",
+    compute_lesam,
+    draw_lesam,
+)
