@@ -14,7 +14,7 @@ the logistic loss throughout: LE-SAM's rescaled flow depends on it (science.md �
 * Sharpness against the loss (the LE-SAM paper's flatness claim): :func:`analysis.sharpness`
   (trace and top eigenvalue of the θ-Hessian, and :math:`\lVert\nabla\mathcal L\rVert`) along the
   plain flows of GD, ℓ2-SAM(:math:`\rho_{\max}`) and LE-SAM(σ, ρ_max) on a small multi-example
-  dataset (:data:`SHARP_DATA`).
+  dataset (:func:`sharp_data`).
 """
 
 from __future__ import annotations
@@ -67,20 +67,15 @@ def _sigma_boundary(alpha: float, kind: str) -> float:
             collapse_tol=COLLAPSE_TOL,
             loss=LOSS,
         )
-    except ValueError:  # no change of regime over SIGMA_RANGE at this α
-        return float("nan")
+    except ValueError as err:
+        if "no change of regime" in str(err):  # none over SIGMA_RANGE at this α
+            return float("nan")
+        raise
     return b.value
 
 
 # --- the sharpness panel -------------------------------------------------------------------
 
-#: The multi-example dataset of the sharpness panel: n = 8 examples, labels alternating +1, -1,
-#: :math:`x_i=y_i\,s\,\mu\odot u_i` with :math:`\mu=(1,\dots,5)`, :math:`s=4`, and
-#: :math:`u_i\sim U(0.5,1.5)^5` (numpy seed 0): separable by any β > 0, minor to major features
-#: as in the single example. At :math:`s=4` the gradient norm starts above
-#: :math:`\sigma/\rho_{\max}\approx1.17`, so LE-SAM's loss-equated branch is active early (with
-#: :math:`s=1`, :math:`\lVert\nabla\mathcal L\rVert<0.85` throughout: LE-SAM would be
-#: ℓ2-SAM(ρ_max) exactly).
 SHARP_SCALE, SHARP_N = 4.0, 8
 ALPHA_SHARP = 0.12
 T_SHARP = 1e4  # every run's loss is below LOSS_MIN by then
@@ -88,7 +83,15 @@ LOSS_MIN = 1e-6
 
 
 def sharp_data() -> flows.Dataset:
-    """:data:`SHARP_DATA`'s construction (documented there)."""
+    r"""The multi-example dataset of the sharpness panel (a small synthetic one).
+
+    :math:`n=8` examples, labels alternating :math:`+1,-1`, :math:`x_i=y_i\,s\,\mu\odot u_i` with
+    :math:`\mu=(1,\dots,5)`, :math:`s=4` and :math:`u_i\sim U(0.5,1.5)^5` (numpy seed 0): separable
+    by any β > 0 (:math:`y_ix_i>0` elementwise), minor to major features as in the single
+    example. At :math:`s=4` the gradient norm starts above :math:`\sigma/\rho_{\max}\approx1.17`,
+    so LE-SAM's loss-equated branch is active early; with :math:`s=1` and the same α,
+    :math:`\lVert\nabla\mathcal L\rVert<0.67` throughout and LE-SAM would be ℓ2-SAM(ρ_max) exactly.
+    """
     rng = np.random.default_rng(0)
     y = np.where(np.arange(SHARP_N) % 2 == 0, 1.0, -1.0)
     u = rng.uniform(0.5, 1.5, size=(SHARP_N, MU.size))
