@@ -191,18 +191,24 @@ def _draw_regimes(ax, data):
     )
     plain_log_ticks(ax)
     rho = float(data["rho_max"])
-    extra = [
-        Line2D([], [], color="k", marker="o", mfc="w", ms=3.5, lw=0.7,
-               label=r"LE-SAM $\alpha_c(\sigma)$ (boundary along $\sigma$)"),
-        Line2D([], [], color="k", marker="s", mfc="w", ms=3.5, lw=0.7,
-               label=r"LE-SAM $\alpha_{\rm direct}(\sigma)$ (boundary along $\sigma$)"),
-        Line2D([], [], color="k", ls="--", lw=0.9,
-               label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_c$"),
-        Line2D([], [], color="k", ls=":", lw=1.1,
-               label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_{{\rm direct}}$ (exact)"),
-        Line2D([], [], color=OKABE_ITO["vermillion"], lw=0.9,
-               label=rf"public default $\sigma={float(data['sigma_default']):g}$"),
+    drawn = [  # (shown, handle): the quick version computes no boundary searches
+        (np.isfinite(data["sigma_collapse"]).any(),
+         Line2D([], [], color="k", marker="o", mfc="w", ms=3.5, lw=0.7,
+                label=r"LE-SAM $\alpha_c(\sigma)$ (boundary along $\sigma$)")),
+        (np.isfinite(data["sigma_direct"]).any(),
+         Line2D([], [], color="k", marker="s", mfc="w", ms=3.5, lw=0.7,
+                label=r"LE-SAM $\alpha_{\rm direct}(\sigma)$ (boundary along $\sigma$)")),
+        (np.isfinite(data["l2_crit"]),
+         Line2D([], [], color="k", ls="--", lw=0.9,
+                label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_c$")),
+        (True,
+         Line2D([], [], color="k", ls=":", lw=1.1,
+                label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_{{\rm direct}}$ (exact)")),
+        (True,
+         Line2D([], [], color=OKABE_ITO["vermillion"], lw=0.9,
+                label=rf"public default $\sigma={float(data['sigma_default']):g}$")),
     ]  # fmt: skip
+    extra = [handle for shown, handle in drawn if shown]
     _regime_legend(ax, set(np.unique(data["regime"]).tolist()), extra)
 
 
