@@ -172,6 +172,13 @@ class Field(eqx.Module):
     clock: bool = eqx.field(static=True, default=False)
 
     def __call__(self, s, y):
+        # One trace per (field, argument shapes): the solvers evaluate the field many
+        # times while tracing (each Runge–Kutta stage, the error estimate, shape
+        # checks), and jit's trace cache makes the later evaluations call the first
+        # jaxpr instead of tracing the gradients again. XLA inlines the call.
+        return _evaluate(self, s, y)
+
+    def _evaluate(self, s, y):
         if not self.rescaled:
             return _velocity(self.method, self.data, self.loss, y, s)
         if not self.clock:
@@ -179,6 +186,11 @@ class Field(eqx.Module):
         theta, clock = y
         v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, real_time(clock))
         return v, clock_rate(self.loss, self.data, theta_hat)
+
+
+@jax.jit
+def _evaluate(field, s, y):
+    return field._evaluate(s, y)
 
 
 def initial_state(theta0, clock: bool):
