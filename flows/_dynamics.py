@@ -15,6 +15,8 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
   :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (issue 11).
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -176,7 +178,8 @@ class Field(eqx.Module):
         # times while tracing (each Runge–Kutta stage, the error estimate, shape
         # checks), and jit's trace cache makes the later evaluations call the first
         # jaxpr instead of tracing the gradients again. XLA inlines the call.
-        return _evaluate(self, s, y)
+        dynamic, static = eqx.partition(self, eqx.is_array)
+        return _evaluate(dynamic, static, s, y)
 
     def _evaluate(self, s, y):
         if not self.rescaled:
@@ -188,9 +191,10 @@ class Field(eqx.Module):
         return v, clock_rate(self.loss, self.data, theta_hat)
 
 
-@jax.jit
-def _evaluate(field, s, y):
-    return field._evaluate(s, y)
+@functools.partial(jax.jit, static_argnums=1)
+def _evaluate(dynamic, static, s, y):
+    """``Field._evaluate``; the arrays are arguments, the rest (a schedule σ(t)) is static."""
+    return eqx.combine(dynamic, static)._evaluate(s, y)
 
 
 def initial_state(theta0, clock: bool):
