@@ -4,12 +4,97 @@ The project computes in float64 only: logistic margins reach hundreds and the
 initialisations of interest reach 1e-8, neither of which float32 resolves.
 Importing :mod:`flows` enables JAX's x64 mode, and :func:`as_float64` refuses to
 return anything else, so a float32 result cannot appear by accident.
+
+Importing :mod:`flows` also turns on JAX's persistent compilation cache (compiled
+solvers are reused by later processes), in ``$XDG_CACHE_HOME/samflows/jax``
+(default ``~/.cache/samflows/jax``), unless a cache folder is already configured.
+The environment variable ``SAMFLOWS_COMPILATION_CACHE`` chooses another folder,
+or turns the cache off with ``off`` (also ``0``, ``false``, ``no``); after import,
+``jax.config.update("jax_enable_compilation_cache", False)`` turns it off too.
 """
+
+import contextlib
+import os
+import threading
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
 jax.config.update("jax_enable_x64", True)
+
+CACHE_ENV = "SAMFLOWS_COMPILATION_CACHE"
+_OFF = ("off", "0", "false", "no", "none")
+
+
+def default_cache_dir() -> Path | None:
+    """The persistent compilation cache folder :mod:`flows` uses, or None when off."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if value.lower() in _OFF:
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "samflows" / "jax"
+
+
+def _enable_compilation_cache() -> None:
+    """Point JAX's persistent cache at :func:`default_cache_dir` unless one is configured."""
+    if jax.config.jax_compilation_cache_dir:
+        return  # the user's own choice wins
+    folder = default_cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # an unwritable home: run without the cache rather than fail on import
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    # A first solve compiles in 1-3 s; JAX's default threshold (1 s) would skip some.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.3)
+
+
+_enable_compilation_cache()
+
+_CHECKS_LOCK = threading.Lock()
+_CHECKS = {"depth": 0, "saved": "raise"}
+
+
+@contextlib.contextmanager
+def cacheable_checks():
+    """Trace the solvers' internal :func:`equinox.error_if` checks as NaN, not callbacks.
+
+    JAX's persistent cache stores no executable that contains a host callback, which is
+    what an ``error_if`` check is in equinox's default ``raise`` mode. The checks that
+    diffrax compiles into a solve guard inputs that :func:`flows.solve` has already
+    validated (eagerly, or with its own ``error_if`` outside this context, which still
+    raises); so within the solver they are traced in ``nan`` mode, and the solver's
+    executable can be cached. A NaN such a check produced would end the run with status
+    ``nonfinite``. The mode is equinox's process-wide setting, switched while a solver
+    is traced; a mode the user chose (``EQX_ON_ERROR=breakpoint`` or ``off``) is kept.
+    """
+    try:
+        from equinox import _errors
+    except ImportError:  # pragma: no cover - a future equinox: no caching, same results
+        yield
+        return
+    if getattr(_errors, "EQX_ON_ERROR", None) not in ("raise", "nan"):
+        yield
+        return
+    with _CHECKS_LOCK:
+        if _CHECKS["depth"] == 0:
+            _CHECKS["saved"] = _errors.EQX_ON_ERROR
+            _errors.EQX_ON_ERROR = "nan"
+        _CHECKS["depth"] += 1
+    try:
+        yield
+    finally:
+        with _CHECKS_LOCK:
+            _CHECKS["depth"] -= 1
+            if _CHECKS["depth"] == 0:
+                _errors.EQX_ON_ERROR = _CHECKS["saved"]
 
 
 def as_float64(x):

@@ -15,6 +15,8 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
   :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (issue 11).
 """
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -172,6 +174,14 @@ class Field(eqx.Module):
     clock: bool = eqx.field(static=True, default=False)
 
     def __call__(self, s, y):
+        # One trace per (field, argument shapes): the solvers evaluate the field many
+        # times while tracing (each Runge–Kutta stage, the error estimate, shape
+        # checks), and jit's trace cache makes the later evaluations call the first
+        # jaxpr instead of tracing the gradients again. XLA inlines the call.
+        dynamic, static = eqx.partition(self, eqx.is_array)
+        return _evaluate(dynamic, static, s, y)
+
+    def _evaluate(self, s, y):
         if not self.rescaled:
             return _velocity(self.method, self.data, self.loss, y, s)
         if not self.clock:
@@ -179,6 +189,12 @@ class Field(eqx.Module):
         theta, clock = y
         v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, real_time(clock))
         return v, clock_rate(self.loss, self.data, theta_hat)
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _evaluate(dynamic, static, s, y):
+    """``Field._evaluate``; the arrays are arguments, the rest (a schedule σ(t)) is static."""
+    return eqx.combine(dynamic, static)._evaluate(s, y)
 
 
 def initial_state(theta0, clock: bool):

@@ -4,13 +4,15 @@ Both backends return the same :class:`~flows.Trajectory`; diffrax is the default
 (jit- and vmap-able), scipy's ``solve_ivp`` is the independent reference.
 """
 
+import importlib
 import warnings
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from . import _diffrax, _scipy
-from ._config import as_float64
+from . import _diffrax
+from ._config import as_float64, cacheable_checks
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
@@ -22,7 +24,11 @@ from ._validate import check_scalar, is_traced
 # `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
 # SolverOptions from them, unless the options object is passed whole.
 _D = OPTION_DEFAULTS
-_BACKENDS = {"diffrax": _diffrax, "scipy": _scipy}
+
+
+def _backend(name: str):
+    """The backend module; scipy's (and scipy.integrate, 0.3-1 s) is imported on first use."""
+    return _diffrax if name == "diffrax" else importlib.import_module("._scipy", __package__)
 
 
 def _check_ts(ts, t1):
@@ -31,17 +37,16 @@ def _check_ts(ts, t1):
     ts = as_float64(ts)
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
-    if not is_traced((ts, t1)):
-        tsn = np.asarray(ts)
-        if not (
-            np.all(np.isfinite(tsn))
-            and np.all(np.diff(tsn) >= 0)
-            and tsn[0] >= 0
-            and tsn[-1] <= float(t1)
-        ):
-            raise ValueError(
-                f"`ts` must be finite, non-decreasing and within [0, t1]; got {tsn!r}."
-            )
+    message = "`ts` must be finite, non-decreasing and within [0, t1]"
+    if is_traced((ts, t1)):
+        # Checked here, with a raising check: the solver's own check is traced as NaN
+        # (see flows._config.cacheable_checks).
+        bad = ~jnp.all(jnp.isfinite(ts)) | jnp.any(jnp.diff(ts) < 0) | (ts[0] < 0) | (ts[-1] > t1)
+        return eqx.error_if(ts, bad, message)
+    tsn = np.asarray(ts)
+    finite = np.all(np.isfinite(tsn))
+    if not (finite and np.all(np.diff(tsn) >= 0) and tsn[0] >= 0 and tsn[-1] <= float(t1)):
+        raise ValueError(f"{message}; got {tsn!r}.")
     return ts
 
 
@@ -168,14 +173,15 @@ def solve(
     _check_schedule(method, t1)
     if options.backend == "scipy" and is_traced((method, data, theta0, ts, t1)):
         raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
-    driver = _BACKENDS[options.backend]
+    driver = _backend(options.backend)
     clock = options.clock(method, rescaled)
-    if _is_filippov(method):
-        sys = system(method, data, loss, rescaled, theta0.shape, clock)
-        traj = driver.solve_filippov(sys, theta0, ts, t1, options)
-    else:
-        field = Field(method, data, loss, rescaled, clock)
-        traj = driver.solve_smooth(field, theta0, ts, t1, options)
+    with cacheable_checks():  # the inputs are checked: the solver's executable can be cached
+        if _is_filippov(method):
+            sys = system(method, data, loss, rescaled, theta0.shape, clock)
+            traj = driver.solve_filippov(sys, theta0, ts, t1, options)
+        else:
+            field = Field(method, data, loss, rescaled, clock)
+            traj = driver.solve_smooth(field, theta0, ts, t1, options)
     if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
         warnings.warn(
             "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "

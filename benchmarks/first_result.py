@@ -1,0 +1,89 @@
+"""Issue 14, P2: time to a first result in a fresh process, on a cold and a warm cache.
+
+    python benchmarks/first_result.py [--repeat 5]
+
+Each run is a new Python process that imports ``flows`` and runs one ``flows.solve``
+(ℓ2-SAM, L = 2, d = 2, the rescaled flow, the README quick-start problem size) and
+reports, from inside the process, wall and process CPU time for: importing JAX,
+importing flows, and the first solve (trace + compile or cache load + run). The cache is
+``flows``' default persistent compilation cache pointed at a fresh temporary folder
+(``SAMFLOWS_COMPILATION_CACHE=DIR``): the first process compiles and writes it (cold),
+the following ones load the solver from it (warm). A third series runs with the cache
+off (``SAMFLOWS_COMPILATION_CACHE=off``), which is the cold path every time. Medians over
+``--repeat`` processes, process CPU next to wall (the machine is shared).
+Target: import + first solve <= 1.5 s on a warm cache.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, time
+w0, c0 = time.perf_counter(), time.process_time()
+import jax, jax.numpy as jnp
+jnp.zeros(1).block_until_ready()
+w1, c1 = time.perf_counter(), time.process_time()
+import flows
+w2, c2 = time.perf_counter(), time.process_time()
+data = flows.single_example([1.0, 2.0])
+traj = flows.solve(flows.L2SAM(0.1), data, flows.balanced_init(0.5, 2, 2), t1=2.0, rescaled=True)
+traj.status.block_until_ready()
+w3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps({"jax": [w1 - w0, c1 - c0], "flows": [w2 - w1, c2 - c1],
+                  "solve": [w3 - w2, c3 - c2], "total": [w3 - w0, c3 - c0],
+                  "status": traj.status_name}))
+"""
+
+
+def run(env_value):
+    env = {**os.environ, "SAMFLOWS_COMPILATION_CACHE": env_value}
+    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(proc.stderr[-3000:])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out.pop("status") == "ok"
+    return out
+
+
+def median(runs, key):
+    return [statistics.median(r[key][i] for r in runs) for i in (0, 1)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+
+    common.header("issue 14 P2: fresh process, import flows + first solve")
+    cache = tempfile.mkdtemp(prefix="samflows-first-")
+    series = {"cold, cache written": [run(cache)]}
+    series["warm, cache loaded"] = [run(cache) for _ in range(args.repeat)]
+    series["cache off"] = [run("off") for _ in range(args.repeat)]
+    print(
+        f"   {'series':22s} {'n':>2s}  "
+        + "  ".join(f"{k:>16s}" for k in ("import jax", "import flows", "first solve", "total"))
+    )
+    print(f"   {'':22s} {'':2s}  " + "  ".join(f"{'wall (cpu) s':>16s}" for _ in range(4)))
+    for name, runs in series.items():
+        cells = []
+        for key in ("jax", "flows", "solve", "total"):
+            w, c = median(runs, key)
+            cells.append(f"{w:7.2f} ({c:5.2f})")
+        print(f"   {name:22s} {len(runs):2d}  " + "  ".join(f"{c:>16s}" for c in cells))
+    warm = median(series["warm, cache loaded"], "total")
+    off = median(series["cache off"], "total")
+    print(
+        f"   warm total {warm[0]:.2f} s wall ({warm[1]:.2f} s cpu); target <= 1.5 s: "
+        f"{'met' if warm[0] <= 1.5 else 'MISSED'}; cache off / warm: {off[1] / warm[1]:.2f}x cpu"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""flows._config: float64, the persistent compilation cache on by default, checked errors kept."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import pytest
+
+import flows
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A fresh process: import flows, solve once, and report the cache folder JAX uses and the
+# persistent-cache hits and misses JAX's monitoring recorded.
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    counts = {}
+    jax.monitoring.register_event_listener(
+        lambda name, **kw: counts.__setitem__(name, counts.get(name, 0) + 1))
+    import flows
+    data = flows.single_example([1.0, 2.0])
+    traj = flows.solve(flows.L2SAM(0.1), data, flows.balanced_init(0.5, 2, 2), t1=2.0,
+                       rescaled=True)
+    print(json.dumps({"dir": jax.config.jax_compilation_cache_dir,
+                      "hits": counts.get("/jax/compilation_cache/cache_hits", 0),
+                      "status": traj.status_name}))
+    """
+)
+
+
+def child(env):
+    env = {k: v for k, v in os.environ.items() if k != "SAMFLOWS_COMPILATION_CACHE"} | env
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def cache_entries(folder):
+    return sorted(p for p in os.listdir(folder) if p.startswith("jit_solve_smooth"))
+
+
+def test_a_second_process_loads_the_solver_from_the_default_cache(tmp_path):
+    """The default folder is $XDG_CACHE_HOME/samflows/jax; the solver's executable has no
+    host callback (equinox's checks inside diffrax are traced as NaN), so JAX writes it,
+    and a second process reads it instead of compiling."""
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    first = child(env)
+    folder = tmp_path / "samflows" / "jax"
+    assert first == {"dir": str(folder), "hits": 0, "status": "ok"}
+    written = cache_entries(folder)
+    assert len(written) == 1, os.listdir(folder)
+    second = child(env)
+    assert second["hits"] >= 1 and second["status"] == "ok"
+    assert cache_entries(folder) == written  # read, not compiled and written again
+
+
+@pytest.mark.parametrize("value", ["off", "0", "False", "no"])
+def test_the_switch_turns_the_cache_off(tmp_path, value):
+    out = child({"SAMFLOWS_COMPILATION_CACHE": value, "XDG_CACHE_HOME": str(tmp_path)})
+    assert out["dir"] is None and not (tmp_path / "samflows").exists()
+
+
+def test_the_switch_names_a_folder(tmp_path):
+    out = child({"SAMFLOWS_COMPILATION_CACHE": str(tmp_path / "here")})
+    assert out["dir"] == str(tmp_path / "here") and cache_entries(tmp_path / "here")
+
+
+def test_checked_errors_still_raise_under_jit():
+    """A traced radius < 0 and traced saving times out of order are refused at run time
+    (equinox's raising checks, outside the solver), and equinox's mode is restored after a
+    solve: a user's own check still raises."""
+    data = flows.single_example([1.0, 2.0])
+    theta0 = flows.balanced_init(0.5, 2, 2)
+
+    @jax.jit
+    def run(rho, ts):
+        return flows.solve(flows.L2SAM(rho), data, theta0, t1=2.0, ts=ts, rescaled=True).t_end
+
+    good = jnp.linspace(0.0, 2.0, 5)
+    assert float(run(0.1, good)) > 0.0
+    with pytest.raises(Exception, match="`rho` must be"):
+        run(-0.1, good).block_until_ready()
+    with pytest.raises(Exception, match="`ts` must be finite, non-decreasing"):
+        run(0.1, good[::-1]).block_until_ready()
+    with pytest.raises(Exception, match="`ts` must be finite, non-decreasing"):
+        run(0.1, good + 1.0).block_until_ready()  # beyond t1
+
+    from equinox import _errors
+
+    assert _errors.EQX_ON_ERROR == "raise"
+    with pytest.raises(Exception, match="user check"):
+        jax.jit(lambda x: eqx.error_if(x, x > 0, "user check"))(1.0).block_until_ready()
+
+
+def test_x64_is_on():
+    assert flows.balanced_init(0.5, 2, 2).dtype == jnp.float64
