@@ -89,6 +89,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_batching import custom_vmap
 
 from ._dynamics import _grad_margin, _grad_objective, clock_from_log_rate
 from ._methods import LinfSAM
@@ -115,6 +116,26 @@ MAX_ENUMERATED = 4
 # (relative) flags the trajectory as ambiguous.
 _RANDOM_TOL = 1e-12
 _BIG = 1e3  # the value of a masked-out event condition
+
+
+@custom_vmap
+def _any_lane(flag):
+    """``flag`` (a scalar bool); under ``vmap`` the same unbatched value for every lane:
+    whether any lane's flag is set.
+
+    A ``lax.cond`` on a batched predicate runs both branches and selects (it becomes a
+    ``select``); on this one it stays a branch, taken by the whole batch: the sliding
+    branch as soon as one lane slides, the cheap one when none does. That is only
+    right where the sliding branch gives the cheap branch's answer on a lane that does
+    not slide, as :meth:`_System.equivalent_control` and :meth:`_System.velocity` do.
+    """
+    return flag
+
+
+@_any_lane.def_vmap
+def _any_lane_vmap(axis_size, in_batched, flag):
+    del axis_size
+    return (jnp.any(flag) if in_batched[0] else flag), False
 
 
 def _zero_layers(theta):
@@ -222,6 +243,27 @@ class _System(eqx.Module):
         field = sum(jax.vjp(beta, theta_hat[k])[1](r[k])[0] for k in range(2))
         return field, log_mean_q, overflow
 
+    def _off_surfaces(self, theta, sigma):
+        r""":meth:`_expectation` with nothing sliding, at a fraction of its cost:
+        :math:`f(\theta,\sigma)` and, for the clock, :math:`\log q` (as ``(n,)``).
+
+        With :math:`S=\emptyset` the expectation has one vertex of probability 1, so
+        :math:`F=\nabla\beta(\hat\theta)^\top\sum_iy_ix_iq_i` at
+        :math:`\hat\theta=\theta+\rho\sigma`; the same operations in the same order,
+        without the second perturbed point, the :math:`2^M` vertices and the sort.
+        """
+        theta_hat = theta + self.method.perturbation_from_control(sigma)
+        yx = self.data.y[:, None] * self.data.X  # (n, d)
+        # The margins as the (2^M, d) product of _expectation computes them: XLA's
+        # (1, d) product rounds differently (1 ulp of log q), and a lane's answer must
+        # not depend on which branch its batch took (_any_lane).
+        b_p = jnp.broadcast_to(beta(theta_hat), (2**self.n_enumerated, theta.shape[1]))
+        log_q = log_speed(self.loss, b_p @ yx.T)[0] - jnp.log(self.data.n)
+        q = jnp.ones_like(log_q) if self.rescaled else jnp.exp(log_q)
+        r = jnp.sum(yx * q[:, None], axis=0)  # (d,)
+        field = jax.vjp(beta, theta_hat)[1](r)[0]
+        return field, (log_q if self.clock else None)
+
     def field(self, t, theta, sigma, sliding, v):
         r"""The field of a mode at sliding controls ``v``: :math:`F(\theta,\bar v)`.
 
@@ -248,6 +290,19 @@ class _System(eqx.Module):
         (negative on an attracting surface) and ``ok`` whether the residual
         :math:`|\dot h_S|` is below ``_NEWTON_RESIDUAL`` times the Jacobian's size.
         """
+        # Nothing slides (the usual case, and every lane of a batch at once, _any_lane):
+        # the loop below would return v = σ, b = 0, ok at the cost of a residual, its
+        # SVD and a Jacobian; give that directly.
+        none = (sigma, jnp.zeros_like(theta), jnp.asarray(True))
+        return lax.cond(
+            _any_lane(jnp.any(sliding)),
+            lambda th: self._newton(t, th, sigma, sliding),
+            lambda th: none,
+            theta,
+        )
+
+    def _newton(self, t, theta, sigma, sliding):
+        """The Newton solve of :meth:`equivalent_control` (any sliding set)."""
         shape = theta.shape
         mask = sliding.ravel()
         eye = jnp.eye(mask.shape[0])
@@ -295,8 +350,17 @@ class _System(eqx.Module):
         the rescaled flow with a clock :math:`d(t,o)/d\tau` (``flows._dynamics``) with the
         loss factor averaged as the flow's selection averages it."""
         theta = y[0] if self.clock else y
-        v, _, _ = self.equivalent_control(t, theta, sigma, sliding)
-        field, log_mean_q, _ = self._expectation(theta, sigma, sliding, v)
+
+        def on_surfaces(theta):
+            v, _, _ = self.equivalent_control(t, theta, sigma, sliding)
+            return self._expectation(theta, sigma, sliding, v)[:2]
+
+        field, log_mean_q = lax.cond(
+            _any_lane(jnp.any(sliding)),
+            on_surfaces,
+            lambda theta: self._off_surfaces(theta, sigma),
+            theta,
+        )
         if not self.clock:
             return field
         # dt/dτ = 1 / E[-ℓ'(m̂)] (n = 1), so that the rescaled path runs on the clock
@@ -319,7 +383,7 @@ class _System(eqx.Module):
         """
         sigma, sliding, held, h_ref = mode
         cross = jnp.where(sliding | held, _BIG, sigma * (self.h(theta) - h_ref))
-        u, _, _ = self.equivalent_control(t, theta, sigma, sliding)
+        u, _, _ = self.equivalent_control(t, theta, sigma, sliding)  # cheap if S is empty
         leave = jnp.where(sliding, 1.0 + _CONTROL_TOL - jnp.abs(u), _BIG)
         return jnp.minimum(jnp.min(cross), jnp.min(leave))
 
