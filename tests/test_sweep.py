@@ -96,6 +96,18 @@ def test_static_parameters_compile_separately():
         assert np.isnan(r["v"][k, 1, depth:]).all()
 
 
+def test_separate_sweeps_of_one_function_use_their_own_static_values():
+    """A compiled chunk function is reused across sweeps only for the same static values."""
+
+    def scaled(x, k):
+        return {"y": x * k}
+
+    x = np.array([1.0, 2.0])
+    for k in (2, 3):
+        r = flows.sweep(scaled, {"x": x}, static={"k": [k]}, progress=False)
+        np.testing.assert_array_equal(r["y"][0], k * x)
+
+
 def test_vector_parameters_and_zip_grids():
     def mu_point(mu, alpha):
         data = flows.Dataset(mu[None, :], jnp.ones(1))

@@ -31,7 +31,7 @@ import numpy as np
 from ._grid import fill_failed, pad_chunk
 from ._store import save_chunk
 
-_RUNNERS: dict = {}  # (function id, static combination index) -> _Runner, per process
+_RUNNERS: dict = {}  # (function id, static names, static values) -> _Runner, per process
 _RUNNERS_LOCK = threading.Lock()
 
 
@@ -208,7 +208,9 @@ class ChunkFn:
     def runner(self, ci: int) -> _Runner:
         """The compiled chunk function of static combination ``ci`` in this process."""
         configure_jax(self.compile_cache_dir)
-        rkey = (self.fn_id, ci)
+        # Keyed by the static values, not by their index ci: two sweeps of one function with
+        # different single static values both have ci = 0 (the second got the first's results).
+        rkey = (self.fn_id, tuple(self.statics), tuple(self.combos[ci]))
         with _RUNNERS_LOCK:
             if rkey not in _RUNNERS:
                 if len(_RUNNERS) >= 32:
