@@ -10,6 +10,9 @@ from ._bounds import l2sam_thresholds as l2sam_thresholds
 from ._certify import certificate as certificate
 from ._certify import limit_leader as limit_leader
 from ._certify import perturbation_bound as perturbation_bound
+from ._clock import Clock as Clock
+from ._clock import clock_grid as clock_grid
+from ._clock import norm_clock as norm_clock
 from ._dominant import Switches as Switches
 from ._dominant import dominant_index as dominant_index
 from ._dominant import fastest_growing_index as fastest_growing_index
