@@ -162,8 +162,14 @@ def solve_filippov(system, theta0, ts, t1, options):
     def segment(carry):
         s0, y, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
         theta = theta_of(y)
-        # Every segment starts at s = 0 or at a switch event: choose its mode.
+        # Every segment starts at s = 0 or at a switch event: choose its mode, and put
+        # the weights it holds at 0 there.
         mode, (ok, flagged) = system.decide(s0, theta, mode)
+        theta = system.project(theta, mode)
+        y = (theta, y[1]) if isinstance(y, tuple) else theta
+        # A stopped lane (under vmap; its carry is kept, see below) slides nowhere, so
+        # that it does not send the batch through the sliding branch (_any_lane).
+        mode = (mode[0], mode[1] & (status == _CONTINUE), *mode[2:])
         # Under vmap the loop runs this body for every lane until the last one stops
         # and keeps the stopped lanes' old carry, so what a stopped lane integrates
         # here is thrown away. It must not integrate anything: an escape or collapse
@@ -194,10 +200,18 @@ def solve_filippov(system, theta0, ts, t1, options):
         # The event was a stop if a stopping condition is (about) 0 at the located
         # state. It can also be crossed inside the step that overshoots a switching
         # surface (‖θ‖ is not monotone across it) and be missed there; the switch
-        # event then lands on the far side, hence "<=".
+        # event then lands on the far side, hence "<=". Or if it is the smallest
+        # condition, the one that fired: the event is located to 1e-14 in s, which
+        # near a blow-up at s ~ 1e-4 leaves the escape condition at 1e-8 (a stop
+        # read as a switch, then one more segment; issue 10).
+        values = [c(y_end) for c in stops_pos]
+        smallest = jnp.min(
+            jnp.stack([system.switch_condition(s_end, theta_of(y_end), mode)] + values)
+        )
         event_code = jnp.asarray(_CONTINUE, dtype=jnp.int64)
-        for c, code_k in reversed(list(zip(stops_pos, codes, strict=True))):
-            event_code = jnp.where(c(y_end) <= _STOP_TOL, code_k, event_code)
+        for value, code_k in reversed(list(zip(values, codes, strict=True))):
+            fired = (value <= _STOP_TOL) | (value == smallest)
+            event_code = jnp.where(fired, code_k, event_code)
         code = status_from_result(sol.result, event_code)
         switches = switches + (code == _CONTINUE)
         steps = steps + sol.stats["num_steps"]

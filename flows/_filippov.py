@@ -75,6 +75,20 @@ sets the trajectory's ``ambiguous`` flag (:meth:`_System.decide`). The path of t
 rescaled single-example flow does not depend on the selection; its real-time
 clock does.
 
+Pinned weights (issue 10). A weight that a sliding mode holds at 0 (:func:`_pinned`:
+the one zero factor of a sliding component's :math:`h`, or a chattering zero layer)
+has the sliding velocity 0, but computed as the sum of two :math:`O(\rho)` terms it
+is a rounding error, about 1e-16 ρ, and the event leaves the weight about 1e-14 off
+0. Against a weight of 1e-14 a step controller with a tiny ``atol`` (the analysis
+uses 1e-30) takes that error for the solution's and shrinks its steps without end.
+So the mode decision puts such weights at 0 exactly (:meth:`_System.project`) and the
+field gives them a velocity of exactly 0 (:meth:`_System.velocity`).
+
+Cost (issue 10). Most of most runs slide nowhere; there the control is σ and the
+field :math:`f(\theta,\sigma)`, with no Newton solve, SVD or vertex enumeration
+(:meth:`_System.equivalent_control` and :meth:`_System.velocity` branch with
+``lax.cond``; under ``vmap`` the whole batch takes one branch, :func:`_any_lane`).
+
 A smooth segment ends at an event: some :math:`\sigma_k h_k` reaches 0 (a component
 meets its surface) or some :math:`|v_k|`, :math:`k\in S`, reaches 1 (the sliding
 field no longer points along the surface). At an event the new mode comes from
@@ -154,6 +168,30 @@ def _orientation(theta):
     sgn = jnp.where(theta < 0, -1.0, 1.0)
     sgn = jnp.where(_zero_layers(theta), 1.0, sgn)
     return jnp.prod(sgn, axis=0) * sgn
+
+
+def _pinned(zero, sliding):
+    r"""The weights a sliding mode holds at 0, with a velocity of exactly 0.
+
+    ``zero[l, j]``: the weight is at 0 (on a coordinate with :math:`r_j\ne0`). Two kinds:
+
+    * *forced*: a sliding component :math:`(l,j)` whose other layers hold exactly one
+      zero weight :math:`w_{l'j}` keeps
+      :math:`0=\dot h_{lj}=r_j\,\dot w_{l'j}\prod_{l''\ne l,l'}w_{l''j}`, so
+      :math:`\dot w_{l'j}=0` (one layer at 0 at :math:`L=2`; two at :math:`L\ge3`);
+    * *chattering*: a zero weight whose own component slides. Its coordinate's zero
+      layers chatter in phase, and :math:`\dot w_{lj}` is :math:`r_j` times the mean of
+      a product of the other layers' :math:`\hat w` with an odd power of
+      :math:`\xi_j`, i.e. proportional to :math:`\bar v_j`; the sliding control is
+      :math:`\bar v_j=0` (forced, or, where every layer is at 0 at even :math:`L\ge4`,
+      where :math:`\dot h\equiv0` leaves it free, the Newton solve's start: the
+      in-phase iterates' mean).
+
+    A zero weight that is neither (held components, :func:`_held`: at :math:`L=3` with
+    all three layers at 0, or at :math:`L=4` with three) moves off 0.
+    """
+    forcing = sliding & (jnp.sum(zero, axis=0) - zero == 1)
+    return zero & (sliding | (jnp.sum(forcing, axis=0) - forcing > 0))
 
 
 def _held(theta, r):
@@ -353,7 +391,12 @@ class _System(eqx.Module):
 
         def on_surfaces(theta):
             v, _, _ = self.equivalent_control(t, theta, sigma, sliding)
-            return self._expectation(theta, sigma, sliding, v)[:2]
+            field, log_mean_q, _ = self._expectation(theta, sigma, sliding, v)
+            # A pinned weight's velocity is 0 exactly, not the rounding error of the
+            # control that cancels it (about 1e-16 ρ), which a step controller with a
+            # tiny atol cannot follow on a weight at 0 (:meth:`project`).
+            pinned = _pinned((theta == 0) & (self.r(theta) != 0), sliding)
+            return jnp.where(pinned, 0.0, field), log_mean_q
 
         field, log_mean_q = lax.cond(
             _any_lane(jnp.any(sliding)),
@@ -367,6 +410,20 @@ class _System(eqx.Module):
         # of the flow's own selection (flows._dynamics.clock_rate at one vertex).
         return field, clock_from_log_rate(-log_mean_q[0])
 
+    def project(self, theta, mode):
+        r""":math:`\theta` with the weights that ``mode`` holds at 0 set to exactly 0.
+
+        An event locates a surface to the root finder's tolerance, so a weight that
+        reached 0 is left at about 1e-14 of it. The pinned weights (:func:`_pinned`, at
+        0 by ``_ZERO_TOL``, on coordinates with :math:`r_j\ne0`) are moved onto their
+        surface, where :meth:`velocity` keeps them with a velocity of exactly 0: else
+        the rounding error of the control that cancels their velocity, relative to a
+        weight of 1e-14, stalls a step controller with a tiny ``atol`` (16,384 steps
+        spent at τ = 0.46 with four of five coordinates dead, issue 10).
+        """
+        zero = _zero_layers(theta) & (self.r(theta) != 0)
+        return jnp.where(_pinned(zero, mode[1]), 0.0, theta)
+
     def check(self, t, theta, mode):
         """Whether the sliding control of ``mode`` solves at ``theta`` (the end of a run)."""
         return self.equivalent_control(t, theta, *mode[:2])[2]
@@ -379,10 +436,14 @@ class _System(eqx.Module):
         released from their surface (0 otherwise), so that those start exactly at 0
         and move into their side, instead of re-triggering at a rounding error. A
         held component (:func:`_held`) has :math:`h_k\equiv0` while its coordinate
-        chatters, and no condition.
+        chatters, and so has one with a factor :math:`w_{l'j}` pinned at 0
+        (:func:`_pinned`): neither has a condition.
         """
         sigma, sliding, held, h_ref = mode
-        cross = jnp.where(sliding | held, _BIG, sigma * (self.h(theta) - h_ref))
+        # h_lj with a factor pinned at 0 (:meth:`project`) stays 0 exactly: no condition
+        pinned = _pinned((theta == 0) & (self.r(theta) != 0), sliding)
+        frozen = jnp.sum(pinned, axis=0) - pinned > 0
+        cross = jnp.where(sliding | held | frozen, _BIG, sigma * (self.h(theta) - h_ref))
         u, _, _ = self.equivalent_control(t, theta, sigma, sliding)  # cheap if S is empty
         leave = jnp.where(sliding, 1.0 + _CONTROL_TOL - jnp.abs(u), _BIG)
         return jnp.minimum(jnp.min(cross), jnp.min(leave))

@@ -226,6 +226,9 @@ def solve_filippov(system, theta0, ts, t1, options):
     while status is None:
         theta = theta_of(flat.unravel(jnp.asarray(z)))
         mode, (ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
+        # the weights the mode holds at 0 are put there (flows._filippov._System.project)
+        projected = np.asarray(_call(system, "project", theta, mode)).ravel()
+        z = np.concatenate([projected, np.asarray(z)[projected.size :]])
         ambiguous = ambiguous or bool(flagged)
         if not bool(ok):  # where the mode is chosen (the end of the run: below)
             status = Status.SLIDING_FAILED

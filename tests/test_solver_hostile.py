@@ -114,3 +114,18 @@ def test_below_the_floor_is_nonfinite_not_wrong(backend):
     theta0 = flows.balanced_init(0.1 * lam, 2, 3)
     tr = flows.solve(flows.L2SAM(lam), DATA, theta0, t1=10.0, rescaled=True, backend=backend)
     assert tr.status_name == "nonfinite"
+
+
+def test_a_first_step_that_overflows_is_retried_smaller():
+    """GD at L = 4, μ = 5, from α = 37.46 blows up at τ* = 1/(2μα²) = 7.1e-5, inside diffrax's
+    first step (0.01, whatever the field): that step overflows, its error estimate is
+    inf - inf = NaN, and diffrax proposed a NaN step, so the run ended ``nonfinite`` at
+    τ = 0 (issue 10). It is retried smaller, and escapes where the closed form
+    w = (α⁻² - 2μτ)^(-1/2) reaches 10 α: τ = (1 - 10⁻²)/(2μα²)."""
+    mu, alpha = 5.0, 37.46
+    tr = flows.solve(
+        flows.GD(), flows.single_example([mu]), flows.balanced_init(alpha, 4, 1), t1=1e6,
+        rescaled=True, rtol=1e-11, atol=1e-30, escape_tol=10.0,
+    )  # fmt: skip
+    assert tr.status_name == "escaped"
+    np.testing.assert_allclose(float(tr.t_end), (1 - 1e-2) / (2 * mu * alpha**2), rtol=1e-9)
