@@ -19,6 +19,7 @@ from ._certify import (
     certificate,
     invariant_leader,
     keeps_invariant_order,
+    never_escapes,
     perturbation_bound,
 )
 from ._dominant import initial_index, log_abs_beta
@@ -98,9 +99,11 @@ def run(
             out.update(_track(traj, c, intact, target, max_switches, n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
         escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth)
+        stalled = never_escapes(method, traj.theta_end, depth)  # exact ℓ∞-SAM, odd L
         code = decide(
-            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target, need
-        )
+            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target, need,
+            stalled,
+        )  # fmt: skip
         out.update(
             theta=traj.theta_end,
             t_end=c["t_end"] + traj.t_end,

@@ -25,6 +25,7 @@ class RawSign(flows.AbstractMethod):
         del theta, t, grad_scale
         return self.rho * jnp.sign(grad)
 
+
 RHO = 0.5
 MU = jnp.array([1.0, 2.0, 3.0])
 DATA = flows.single_example(MU)
