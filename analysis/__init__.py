@@ -9,6 +9,7 @@ from ._bounds import L2SAMThresholds as L2SAMThresholds
 from ._bounds import l2sam_thresholds as l2sam_thresholds
 from ._certify import certificate as certificate
 from ._certify import limit_leader as limit_leader
+from ._certify import linf_tie as linf_tie
 from ._certify import perturbation_bound as perturbation_bound
 from ._clock import Clock as Clock
 from ._clock import clock_grid as clock_grid
@@ -18,6 +19,8 @@ from ._dominant import dominant_index as dominant_index
 from ._dominant import fastest_growing_index as fastest_growing_index
 from ._dominant import log_abs_beta as log_abs_beta
 from ._dominant import switch_times as switch_times
+from ._limits import LimitMap as LimitMap
+from ._limits import limit_map as limit_map
 from ._margin import Rate as Rate
 from ._margin import convergence_order as convergence_order
 from ._margin import convergence_rate as convergence_rate

@@ -40,6 +40,7 @@ Both are sufficient conditions, proven for every depth; a run is continued until
 """
 
 import jax.numpy as jnp
+import numpy as np
 
 import flows
 
@@ -70,16 +71,25 @@ def perturbation_bound(method):
     )
 
 
-def certificate(theta, mu, bound, depth: int):
+def certificate(theta, mu, bound, depth: int, trapped=None):
     r"""(escaped, leader, settled) of the state ``theta`` (module docstring), traceable.
 
     ``leader`` is :math:`\arg\max_j|\beta_j|`, ties to the largest :math:`\mu_j` (the index a
     settled tie resolves to); ``escaped`` certifies that the loss tends to 0, ``settled`` that
     ``leader`` leads :math:`|\beta|` for all later times.
 
+    A coordinate marked in ``trapped`` (:func:`trapped`: every :math:`|w_{lj}|` stays at most
+    its present value, below :math:`e`) never catches up with a leader whose smallest layer is
+    above :math:`e`, whatever the rates: it needs no comparison solution. Without this, a
+    minor coordinate that escapes while a major one is held at 0 by sliding (ℓ∞-SAM, even
+    :math:`L`, where rounding leaves :math:`|w|\approx10^{-14}` instead of 0) is never
+    settled at :math:`L=2`, where the major coordinate's comparison solution
+    :math:`u_je^{\mu_j\tau}` overtakes any slower one.
+
     Arguments:
         theta: state, shape ``(L, d)``; mu: the example, shape ``(d,)``;
-        bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static).
+        bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static);
+        trapped: optional boolean mask, shape ``(d,)`` (default: none trapped).
     """
     theta, mu = jnp.asarray(theta), jnp.asarray(mu)
     a = jnp.min(theta, axis=0)
@@ -101,8 +111,41 @@ def certificate(theta, mu, bound, depth: int):
     else:
         later = mu[leader] * lower ** (depth - 2) >= mu * u ** (depth - 2)
     ok = (lower >= u) & later
+    if trapped is not None:  # bounded by b_j < e < a_leader for all later times
+        ok = ok | jnp.asarray(trapped)
     settled = (lower > 0) & jnp.all(ok | ~others)
     return escaped, leader, settled
+
+
+def trapped(method, theta, depth: int):
+    r"""Coordinates that can never grow again: exact ℓ∞-SAM at even :math:`L`, every layer
+    :math:`|w_{lj}|<\rho`. Traceable; a boolean mask of shape ``(d,)``.
+
+    For exact ℓ∞-SAM the coordinates decouple (the sign of
+    :math:`\partial m/\partial w_{lj}=\mu_j\prod_{l'\ne l}w_{l'j}` involves coordinate
+    :math:`j` only): :math:`\dot w_{lj}=\mu_j\prod_{l'\ne l}\hat w_{l'j}` with
+    :math:`\hat w_{l'j}=w_{l'j}-\rho\,\sigma_{l'}`,
+    :math:`\sigma_{l'}=\mathrm{sign}\prod_{l''\ne l'}w_{l''j}`. Where every
+    :math:`0<|w_{l'j}|<\rho`, :math:`\mathrm{sign}\,\hat w_{l'}=-\sigma_{l'}` and, with
+    :math:`P=\prod_lw_{lj}`,
+    :math:`\prod_{l'\ne l}\sigma_{l'}=\mathrm{sign}(P)^L\,\mathrm{sign}(w_{lj})`, so
+
+    .. math::
+        \mathrm{sign}\,\dot w_{lj}=(-1)^{L-1}\mathrm{sign}(P)^L\,\mathrm{sign}(w_{lj})
+        =-\mathrm{sign}(w_{lj})\qquad(L\text{ even}):
+
+    every layer shrinks in magnitude, for balanced and unbalanced layers alike. On the
+    switching surfaces (a layer at 0) the Filippov velocity is a convex combination of these
+    fields, whose nonzero layers all shrink too, so :math:`\max_l|w_{lj}|` never increases:
+    the box :math:`\max_l|w_{lj}|<\rho` is invariant (claim C2's "dies" side). At odd
+    :math:`L` the sign is that of :math:`P`, and a positive coordinate creeps up instead
+    (:func:`never_escapes`). All False for every other method (their perturbation shrinks with
+    the gradient) and for the smoothed sign (``delta``).
+    """
+    theta = jnp.asarray(theta)
+    if depth % 2 or not isinstance(method, flows.LinfSAM) or method.delta is not None:
+        return jnp.zeros(theta.shape[-1], bool)
+    return jnp.max(jnp.abs(theta), axis=0) < method.rho
 
 
 def time_scale(theta, mu, bound, depth: int):
@@ -169,6 +212,55 @@ def limit_leader(method, mu, alpha, depth: int):
     """
     k = int(limit_index(method, mu, alpha, depth))
     return None if k < 0 else k
+
+
+def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
+    r"""The start :math:`\alpha_j` at which coordinate :math:`j` ties with :math:`k` in the
+    ℓ∞-SAM limit rule of :func:`limit_leader`, for :math:`L\ge3`:
+
+    .. math::
+        \mu_k(\alpha_k-\rho)^{L-2}=\mu_j(\alpha_j-\rho)^{L-2}
+        \iff\alpha_j=\rho+\Big(\frac{\mu_k}{\mu_j}\Big)^{1/(L-2)}(\alpha_k-\rho).
+
+    Both coordinates blow up at :math:`\tau^*=1/((L-2)\mu(\alpha-\rho)^{L-2})` of their own
+    decoupled flow :math:`\dot w=\mu(w-\rho)^{L-1}` (science.md §5), so on this curve they blow
+    up together; below it (:math:`\alpha_j` smaller) :math:`k` wins. For :math:`d=2`,
+    :math:`\mu_1<\mu_2` it is the line through :math:`(\rho,\rho)` of slope
+    :math:`(\mu_1/\mu_2)^{1/(L-2)}<1` that bounds the region where the minor coordinate wins.
+
+    Arguments:
+        method: ``flows.LinfSAM(rho)`` (exact sign); mu: the example, shape ``(d,)``;
+        alpha_k: start(s) of coordinate ``k``, each > ρ (below ρ it never escapes);
+        depth: :math:`L\ge3` (at :math:`L=2` the rule is :math:`\arg\max\mu` over the
+        coordinates above ρ: no curve); k, j: the two coordinates (0-based, distinct).
+
+    >>> import flows, analysis
+    >>> float(analysis.linf_tie(flows.LinfSAM(1.0), [1.0, 2.0], 3.0, 3))  # (3 - 1) / 2 + 1
+    2.0
+    """
+    if not isinstance(method, flows.LinfSAM) or method.delta is not None:
+        raise ValueError(f"`method` must be flows.LinfSAM(rho) (exact sign); got {method!r}.")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 3:
+        raise ValueError(
+            f"`depth` must be an integer >= 3 (no tie curve at L <= 2); got {depth!r}."
+        )
+    mu = np.asarray(mu, dtype=float)
+    d = mu.shape[0] if mu.ndim == 1 else 0
+    if mu.ndim != 1 or not np.all(np.isfinite(mu)) or not np.all(mu > 0):
+        raise ValueError(f"`mu` must be a 1-D array of finite numbers > 0; got {mu!r}.")
+    for name, idx in (("k", k), ("j", j)):
+        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < d:
+            raise ValueError(f"`{name}` must be an index in 0..{d - 1}; got {idx!r}.")
+    if k == j:
+        raise ValueError(f"`k` and `j` must differ; got k = j = {k}.")
+    rho = float(method.rho)
+    alpha_k = np.asarray(alpha_k, dtype=float)
+    if not np.all(np.isfinite(alpha_k)) or not np.all(alpha_k > rho):
+        raise ValueError(
+            f"`alpha_k` must be finite and > rho = {rho:g} (below it coordinate k never "
+            f"escapes); got {alpha_k!r}."
+        )
+    return rho + (mu[k] / mu[j]) ** (1.0 / (depth - 2)) * (alpha_k - rho)
 
 
 def invariant_leader(method, theta0, mu, depth: int):

@@ -11,8 +11,8 @@ import flows
 
 from ._certify import perturbation_bound
 from ._problem import check_count, check_depth, check_method, check_mu
-from ._regime import REGIMES, default_escape_tol
-from ._run import run
+from ._regime import REGIMES
+from ._run import run, run_options
 
 #: The parameters a phase diagram can sweep, and the method fields they set.
 AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
@@ -140,13 +140,14 @@ def phase_diagram(
         for name in p:
             if name != "alpha":
                 m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
-        opts = dict(
+        opts = run_options(
+            depth,
             loss=loss,
             collapse_tol=collapse_tol,
             rtol=rtol,
             atol=atol,
             max_steps=max_steps,
-            escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
+            escape_tol=escape_tol,
         )
         theta0 = flows.balanced_init(p["alpha"], depth, data.d)
         return run(
@@ -154,7 +155,7 @@ def phase_diagram(
             data,
             theta0,
             depth=depth,
-            options=tuple(sorted(opts.items())),
+            options=opts,
             n_grid=n_grid,
             max_passes=max_passes,
             max_switches=max_switches,

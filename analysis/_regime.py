@@ -20,6 +20,7 @@ from ._certify import (
     never_escapes,
     perturbation_bound,
     time_scale,
+    trapped,
 )
 from ._dominant import _switches
 from ._problem import check_count, check_depth, check_positive, single_example_problem
@@ -79,6 +80,7 @@ def decide(
     target,
     need,
     stalled=False,
+    trapped_all=False,
 ):
     r"""The regime code of a run once its facts decide it, else -1 (continue the run).
 
@@ -86,7 +88,10 @@ def decide(
     boundary searches (``need="escape"``: an escape certificate is enough; ``need="direct"``: a
     visit to another index is enough). In order of precedence:
 
-    1. status ``collapsed``: ``collapse``;
+    1. status ``collapsed``, or every coordinate trapped (``trapped_all``:
+       :func:`analysis._certify.trapped`, exact ℓ∞-SAM at even :math:`L` with every
+       :math:`|w_{lj}|<\rho`, where every layer shrinks to 0 in finite time; a solve restarted
+       from such a state cannot see the collapse relative to its own tiny start): ``collapse``;
     2. status ``nonfinite`` (a solver failure): ``undetermined``;
     3. ``stalled`` (:func:`analysis._certify.never_escapes`): ``stalled``;
     4. the shortcut of ``need`` (reported as ``sequential``);
@@ -109,7 +114,7 @@ def decide(
         code = jnp.where(visited_other, SEQUENTIAL, code)
     code = jnp.where(stalled, STALLED, code)
     code = jnp.where(status == flows.Status.NONFINITE, UNDETERMINED, code)
-    return jnp.where(status == flows.Status.COLLAPSED, COLLAPSE, code)
+    return jnp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)
 
 
 def default_escape_tol(depth: int) -> float:
@@ -240,12 +245,17 @@ def regime_path(
                 times.append(offset + float(t))
         offset += float(traj.t_end)
         theta = np.asarray(traj.theta_end)
-        escaped, leader, settled = (np.asarray(x) for x in certificate(theta, mu, bound, depth))
+        trap = trapped(problem.method, theta, depth)
+        escaped, leader, settled = (
+            np.asarray(x) for x in certificate(theta, mu, bound, depth, trap)
+        )
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
         facts = (bool(escaped), bool(settled), int(leader), not lost, lead)
         visited = any(j != target for j in sequence)
         stalled = bool(never_escapes(problem.method, theta, depth))
-        code = int(decide(int(traj.status), *facts, visited, target, "path", stalled))
+        code = int(
+            decide(int(traj.status), *facts, visited, target, "path", stalled, bool(np.all(trap)))
+        )
         if code >= 0 or restarts >= max_restarts:
             break
         restarts += 1

@@ -21,12 +21,28 @@ from ._certify import (
     keeps_invariant_order,
     never_escapes,
     perturbation_bound,
+    trapped,
 )
 from ._dominant import initial_index, log_abs_beta
 from ._problem import log_growth_rates
-from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide
+from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, default_escape_tol
 
 BISECTIONS = 60
+
+
+def run_options(depth: int, *, loss, collapse_tol, rtol, atol, max_steps, escape_tol=None):
+    """The static ``options`` of :func:`run`: sorted :func:`flows.solve` keywords, with the
+    escape threshold of :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None.
+    """
+    opts = dict(
+        loss=loss,
+        collapse_tol=collapse_tol,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
+    )
+    return tuple(sorted(opts.items()))
 
 
 def run(
@@ -53,8 +69,11 @@ def run(
         depth: :math:`L` (static).
         options: sorted ``(name, value)`` pairs of :func:`flows.solve` keywords (static).
         need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
-            the first visit to another index) or ``"escape"`` (stop at the escape certificate;
-            :math:`j^\dagger` is not tracked).
+            the first visit to another index), ``"escape"`` (stop at the escape certificate;
+            :math:`j^\dagger` is not tracked) or ``"limit"`` (decide the regime and the
+            settled leader as ``"path"`` does, without tracking :math:`j^\dagger` in between:
+            ``sequential`` and ``direct`` then only say whether :math:`j^\dagger(0^+)` was
+            already the major index).
         n_grid: points per solve on which :math:`j^\dagger` is read.
         max_passes: solves allowed.
         max_switches: switch times kept (``n_switches`` counts them all).
@@ -63,10 +82,14 @@ def run(
         dict of ``code`` (index into :data:`analysis.REGIMES`), ``first`` / ``last``
         (:math:`j^\dagger` at :math:`\tau=0^+` by the tie rule, and at the end), ``n_switches``,
         ``times`` (``(max_switches,)``, NaN-padded; a change decided by the theorem in the final
-        blow-up has time NaN), ``passes``, ``status`` (of the last solve) and ``t_end``.
+        blow-up has time NaN), ``passes``, ``status`` (of the last solve), ``t_end`` and
+        ``leader`` (the settled leader of the escape, 0-based; -1 for a collapse, a stalled
+        or an undetermined run).
     """
     opts = dict(options)
-    track = need != "escape"
+    if need not in ("path", "direct", "escape", "limit"):
+        raise ValueError(f"`need` must be 'path', 'direct', 'escape' or 'limit'; got {need!r}.")
+    track = need in ("path", "direct")
     mu = data.X[0]
     target = jnp.argmax(mu)
     bound = perturbation_bound(method)
@@ -85,6 +108,7 @@ def run(
         other=first != target,
         lost=jnp.asarray(False),
         status=jnp.zeros((), int),
+        leader=-jnp.ones((), int),
     )
 
     def body(c):
@@ -98,11 +122,12 @@ def run(
         if track:
             out.update(_track(traj, c, intact, target, max_switches, n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
-        escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth)
-        stalled = never_escapes(method, traj.theta_end, depth)  # exact ℓ∞-SAM, odd L
+        trap = trapped(method, traj.theta_end, depth)
+        escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth, trap)
+        stalled = never_escapes(method, traj.theta_end, depth)
         code = decide(
-            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target, need,
-            stalled,
+            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target,
+            "path" if need == "limit" else need, stalled, jnp.all(trap),
         )  # fmt: skip
         out.update(
             theta=traj.theta_end,
@@ -111,6 +136,8 @@ def run(
             code=jnp.asarray(code, int),
             lost=lost,
             status=traj.status,
+            # the leader decide() used: the certificate's, or the theorem's once order is lost
+            leader=jnp.where(lost, jnp.where(escaped, lead, -1), jnp.where(settled, leader, -1)),
         )
         return out
 
@@ -129,6 +156,7 @@ def run(
         passes=c["passes"],
         status=c["status"],
         t_end=c["t_end"],
+        leader=jnp.where(decided_escape, c["leader"], -1),
     )
 
 

@@ -150,3 +150,38 @@ def l2sam_d1(alpha, t1, mu=2.0, rho=1.0):
         ts=grid(t1),
         dense=True,
     )
+
+
+def reduced_linf_escape_times(mu, alpha, rho, depth, *, w_max=1e5, t_max=1e9):
+    r"""An independent reference for exact ℓ∞-SAM from a start balanced across layers.
+
+    science.md §5: the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} while w_j > 0. Each
+    scalar ODE is solved with scipy's DOP853 (rtol 1e-12) until w_j = w_max (returned: the time
+    it gets there, near its blow-up at L >= 3; or the time where the step falls below the
+    resolution of τ on the way, if that comes first), w_j = 0 (it dies; inf) or τ = t_max (inf).
+    The first coordinate to reach w_max is the limit direction of the run.
+    """
+    import scipy.integrate
+
+    times = []
+    for m, a in zip(np.asarray(mu, float), np.asarray(alpha, float), strict=True):
+        up = lambda t, w: w[0] - w_max  # noqa: E731
+        up.terminal = True
+        dead = lambda t, w: w[0]  # noqa: E731
+        dead.terminal = True
+        sol = scipy.integrate.solve_ivp(
+            lambda t, w, m=m: [m * (w[0] - rho) ** (depth - 1)],
+            (0.0, t_max),
+            [a],
+            method="DOP853",
+            rtol=1e-12,
+            atol=1e-14,
+            events=[up, dead],
+        )
+        if sol.t_events[0].size:
+            times.append(sol.t_events[0][0])
+        elif sol.status == -1 and sol.y[0, -1] > 10 * max(a, rho):
+            times.append(sol.t[-1])  # the step fell below the resolution of τ: the blow-up
+        else:
+            times.append(np.inf)
+    return np.array(times)

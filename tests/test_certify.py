@@ -11,8 +11,8 @@ import pytest
 
 import analysis
 import flows
-from analysis._certify import invariant_leader, keeps_invariant_order, time_scale
-from tests.helpers import reduced_l2sam
+from analysis._certify import invariant_leader, keeps_invariant_order, time_scale, trapped
+from tests.helpers import reduced_l2sam, reduced_linf_escape_times
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 
@@ -79,3 +79,104 @@ def test_time_scale_is_homogeneous():
 def test_perturbation_bound_bad_method():
     with pytest.raises(ValueError, match="method"):
         analysis.perturbation_bound("sam")
+
+
+def _linf_coordinate_field(rho, mu, depth):
+    """One coordinate's exact ℓ∞-SAM rescaled field, any layers (off the switching surfaces):
+    dw_l/dτ = μ Π_{l'≠l} (w_l' − ρ sign Π_{l''≠l'} w_l'')."""
+
+    def f(t, w):
+        sig = np.array([np.sign(np.prod(np.delete(w, k))) for k in range(depth)])
+        hat = w - rho * sig
+        return np.array([mu * np.prod(np.delete(hat, k)) for k in range(depth)])
+
+    return f
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4, 6])
+def test_trapped_layers_shrink_on_the_unbalanced_field(depth):
+    """Inside max|w_l| < ρ every |w_l| shrinks at even L (trapped); at odd L with a positive
+    product they grow (not trapped). scipy on the field of one coordinate, up to the first
+    switching surface (a weight at 0)."""
+    import scipy.integrate
+
+    rng = np.random.default_rng(depth)
+    rho, mu = 0.5, 2.0
+    f = _linf_coordinate_field(rho, mu, depth)
+    zero = lambda t, w: np.min(np.abs(w)) - 1e-9  # noqa: E731
+    zero.terminal = True
+    grew = 0
+    for _ in range(6):
+        w0 = rng.uniform(0.05, 0.95 * rho, depth) * rng.choice([-1.0, 1.0], depth)
+        if depth % 2:
+            w0 = np.abs(w0)  # odd L: a positive product, the creeping case
+        sol = scipy.integrate.solve_ivp(f, (0, 50), w0, rtol=1e-10, atol=1e-13, events=zero,
+                                        dense_output=True)  # fmt: skip
+        size = np.max(np.abs(sol.sol(np.linspace(0, sol.t[-1], 400))), axis=0)
+        theta = np.stack([w0, np.full(depth, 2.0 * rho)], axis=1)  # coordinate 2: above ρ
+        mask = np.asarray(trapped(flows.LinfSAM(rho), theta, depth))
+        if depth % 2 == 0:
+            assert np.all(np.diff(size) <= 1e-12) and size[-1] < size[0]
+            assert mask.tolist() == [True, False]
+        else:
+            grew += size[-1] > size[0]
+            assert mask.tolist() == [False, False]
+    assert depth % 2 == 0 or grew == 6  # the odd-depth states do escape the box bound
+
+
+def test_trapped_is_exact_linf_only():
+    theta = np.full((2, 2), 0.1)
+    for method in (flows.GD(), flows.L2SAM(0.5), flows.LESAM(0.3, 0.5), flows.LinfSAM(0.5, 1e-3)):
+        assert not np.any(np.asarray(trapped(method, theta, 2)))
+    assert np.all(np.asarray(trapped(flows.LinfSAM(0.5), theta, 2)))
+    assert not np.any(np.asarray(trapped(flows.LinfSAM(0.05), theta, 2)))  # |w| >= ρ
+
+
+def test_certificate_settles_a_minor_leader_over_a_trapped_major():
+    # ℓ∞-SAM, L = 2, μ = (1, 2), ρ = 1: w_1 = ρ + (α_1 − ρ) e^{τ} grows for α_1 > ρ, while the
+    # major coordinate, dead at 0 (a rounding residual 1e-14 left by sliding), never grows
+    # (science.md §5). Without the trap, its comparison solution 1e-14 e^{2τ} would overtake.
+    theta = np.tile([2.0, 1e-14], (2, 1))
+    mu = np.array([1.0, 2.0])
+    escaped, leader, settled = analysis.certificate(theta, mu, 1.0, 2)
+    assert bool(escaped) and int(leader) == 0 and not bool(settled)
+    mask = trapped(flows.LinfSAM(1.0), theta, 2)
+    escaped, leader, settled = analysis.certificate(theta, mu, 1.0, 2, mask)
+    assert bool(escaped) and int(leader) == 0 and bool(settled)
+
+
+@pytest.mark.parametrize("depth", [3, 4, 5])
+def test_linf_tie_is_where_the_reduced_flows_blow_up_together(depth):
+    rho, mu = 1.0, np.array([1.0, 2.0])
+    m = flows.LinfSAM(rho)
+    # w_max near the blow-up: τ* − τ(w_max) ~ w_max^{-(L-2)} / μ_j is below 1e-10 τ*, and τ
+    # keeps its resolution there
+    w_max = {3: 1e11, 4: 1e6, 5: 1e4}[depth]
+    for a1 in (1.5, 3.0):
+        a2 = float(analysis.linf_tie(m, mu, a1, depth))
+        times = reduced_linf_escape_times(mu, [a1, a2], rho, depth, w_max=w_max)
+        np.testing.assert_allclose(times[0], times[1], rtol=1e-8)
+        for side, winner in ((0.99, 0), (1.01, 1)):  # α_2 just below / above the curve
+            a = [a1, rho + side * (a2 - rho)]
+            times = reduced_linf_escape_times(mu, a, rho, depth, w_max=w_max)
+            assert int(np.argmin(times)) == winner
+            assert analysis.limit_leader(m, mu, a, depth) == winner
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(method=flows.L2SAM(1.0)), "method"),
+        (dict(method=flows.LinfSAM(1.0, 1e-3)), "method"),
+        (dict(depth=2), "depth"),
+        (dict(alpha_k=0.5), "alpha_k"),
+        (dict(alpha_k=np.nan), "alpha_k"),
+        (dict(mu=[1.0, -2.0]), "mu"),
+        (dict(k=1, j=1), "differ"),
+        (dict(j=2), "j"),
+    ],
+)
+def test_linf_tie_bad_input(kwargs, name):
+    args = {**dict(method=flows.LinfSAM(1.0), mu=[1.0, 2.0], alpha_k=2.0, depth=3), **kwargs}
+    with pytest.raises(ValueError, match=name):
+        analysis.linf_tie(**args)

@@ -109,6 +109,20 @@ def test_linf_minor_start_then_major_closed_form():
     np.testing.assert_allclose(r.times, [1 / 0.15 - 5], rtol=1e-8)
 
 
+def test_linf_minor_wins_while_the_major_slides_at_zero():
+    # ℓ∞-SAM, L = 2, ρ = 0.5, μ = (1, 2), α = (0.9, 0.3) (science.md §5): w_1 = ρ + 0.4 e^{τ}
+    # grows; w_2 = ρ − 0.2 e^{2τ} reaches 0 at τ = ln(2.5)/2 and is held there by sliding. The
+    # limit is e_1 (claim C2), which needs the trap: the sliding state keeps |w_2| ~ 1e-14.
+    r = analysis.regime_path(flows.LinfSAM(0.5), [1.0, 2.0], [0.9, 0.3], depth=2)
+    assert r.regime == "minor" and r.sequence == [0] and r.status == "escaped"
+
+
+@pytest.mark.parametrize("depth", [2, 4])
+def test_linf_below_rho_collapses_at_even_depth(depth):
+    # dw/dτ = μ (w − ρ)^{L−1} < 0 below ρ: every weight reaches 0 in finite τ and slides there.
+    assert analysis.regime(flows.LinfSAM(0.1), [1.0, 2.0], [0.05, 0.08], depth=depth) == "collapse"
+
+
 @pytest.mark.parametrize("depth", [3, 5])
 def test_linf_below_rho_stalls_at_odd_depth(depth):
     # dw/dτ = μ (w − ρ)^{L−1} >= 0 with w = ρ an equilibrium: from α < ρ the run neither

@@ -1,0 +1,141 @@
+r"""Where a single-example run ends, over a grid of per-coordinate starts :math:`(\alpha_1,\dots,
+\alpha_d)`: the flow's answer to the limit rule of :func:`analysis.limit_leader`.
+
+Every point is the rescaled flow of :math:`\{(\mu,+1)\}` from :math:`w^{(l)}_j(0)=\alpha_j` for
+every layer :math:`l` (balanced across layers, not across coordinates), decided by the
+certificates of :func:`analysis.certificate` pass after pass (:func:`analysis._run.run` with
+``need="limit"``: the regime and the settled leader, without tracking :math:`j^\dagger` in
+between), vmapped and swept by :func:`flows.sweep`.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+import flows
+
+from ._certify import perturbation_bound
+from ._phase import _analysis_version, _axis, describe
+from ._problem import check_count, check_depth, check_method, check_mu
+from ._regime import UNDETERMINED
+from ._run import run, run_options
+
+
+class LimitMap(NamedTuple):
+    """Result of :func:`limit_map`; arrays of shape ``(n_1, ..., n_d)`` (one axis per α_j)."""
+
+    alphas: tuple  # the d axes
+    code: np.ndarray  # index into analysis.REGIMES
+    leader: np.ndarray  # the limit index j (0-based) of an escape, -1 otherwise
+    status: np.ndarray  # flows.Status of the last solve
+    passes: np.ndarray  # solves used
+
+
+def limit_map(
+    method,
+    mu,
+    alphas,
+    *,
+    depth: int = 2,
+    loss: str = "logistic",
+    collapse_tol: float = 1e-6,
+    escape_tol=None,
+    rtol: float = 1e-10,
+    atol=None,
+    max_steps: int = 4096,
+    max_passes: int = 64,
+    cache_dir=None,
+    progress: bool = True,
+    **sweep_options,
+) -> LimitMap:
+    r"""The end of the flow from every start :math:`\alpha\in A_1\times\dots\times A_d`.
+
+    Each run is continued until :func:`analysis._regime.decide` decides it: ``collapse``
+    (status ``collapsed``), ``stalled`` (:func:`analysis._certify.never_escapes`), an escape
+    whose leader is *settled* (:func:`analysis.certificate`, with the coordinates that
+    :func:`analysis._certify.trapped` proves can never grow again), reported as ``minor``
+    (the leader is not :math:`\arg\max\mu`) or ``direct`` / ``sequential`` (it is; which of the
+    two only says whether :math:`j^\dagger(0^+)` was already :math:`\arg\max\mu`: the path in
+    between is not tracked), or ``undetermined`` after ``max_passes`` solves. ``leader`` is
+    the settled limit index: where the run escapes, :math:`\beta/\lVert\beta\rVert\to
+    e_{\text{leader}}` (at :math:`L\ge3` the leader is the first coordinate to blow up).
+
+    Arguments:
+        method: a flows method (GD, L2SAM, LinfSAM, LESAM); its parameters are used as given.
+        mu: the example, shape ``(d,)``, positive, unique largest entry.
+        alphas: ``d`` 1-D arrays of starts > 0, the axes of the grid (coordinate ``j`` on
+            axis ``j``).
+        depth: :math:`L` (static).
+        loss, collapse_tol, escape_tol, rtol, max_steps: passed to :func:`flows.solve`
+            (``escape_tol``: default :func:`analysis._regime.default_escape_tol`).
+        atol: absolute tolerance of the solves. Default: ``"auto"`` (relative to each
+            solve's start) for exact ℓ∞-SAM, where a coordinate held at 0 by sliding keeps a
+            rounding residual (:math:`\sim10^{-14}`) that an absolute tolerance far below it
+            would make the solver resolve in steps of :math:`10^{-5}\tau` (4096 steps per
+            0.04 τ at :math:`L=4`); ``1e-30`` otherwise, as in :func:`analysis.regime_path`.
+        max_passes: solves allowed per point.
+        cache_dir, progress, sweep_options: passed to :func:`flows.sweep`.
+
+    >>> import flows, analysis
+    >>> m = analysis.limit_map(flows.LinfSAM(1.0), [1.0, 2.0], ([0.5, 2.0], [0.5, 1.2]),
+    ...                        depth=3, progress=False)
+    >>> [[analysis.REGIMES[c] for c in row] for row in m.code], m.leader.tolist()
+    ([['stalled', 'direct'], ['minor', 'minor']], [[-1, 1], [0, 0]])
+    """
+    method = check_method(method)
+    perturbation_bound(method)
+    mu = check_mu(mu)
+    depth = check_depth(depth)
+    max_passes = check_count("max_passes", max_passes)
+    max_steps = check_count("max_steps", max_steps)
+    if isinstance(alphas, np.ndarray) or len(alphas) != mu.shape[0]:
+        raise ValueError(
+            f"`alphas` must be a sequence of d = {mu.shape[0]} 1-D arrays (one axis per "
+            f"coordinate); got {type(alphas).__name__} of length {len(alphas)}."
+        )
+    axes = tuple(np.atleast_1d(_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
+    if atol is None:
+        exact_linf = isinstance(method, flows.LinfSAM) and method.delta is None
+        atol = "auto" if exact_linf else 1e-30
+    options = run_options(
+        depth,
+        loss=loss,
+        collapse_tol=collapse_tol,
+        rtol=rtol,
+        atol=atol,
+        max_steps=max_steps,
+        escape_tol=escape_tol,
+    )
+    data = flows.single_example(mu)
+
+    def point(depth, alpha):
+        theta0 = flows.balanced_init(alpha, depth, data.d)
+        out = run(
+            method,
+            data,
+            theta0,
+            depth=depth,
+            options=options,
+            need="limit",
+            max_passes=max_passes,
+        )
+        return {k: out[k] for k in ("code", "leader", "status", "passes")}
+
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])
+    result = flows.sweep(
+        point,
+        {"alpha": grid},
+        static={"depth": [depth]},
+        product=False,
+        cache_dir=cache_dir,
+        config=dict(method=describe(method), mu=mu.tolist(), analysis=_analysis_version()),
+        progress=progress,
+        **sweep_options,
+    )
+    shape = tuple(a.size for a in axes)
+    failed = np.asarray(result["failed"])[0]  # a point whose solve raised: not decided
+    out = {}
+    for key, fill in (("code", UNDETERMINED), ("leader", -1), ("status", -1), ("passes", 0)):
+        values = np.where(failed, fill, np.nan_to_num(np.asarray(result[key])[0], nan=fill))
+        out[key] = values.astype(int).reshape(shape)
+    return LimitMap(axes, **out)
