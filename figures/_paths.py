@@ -1,15 +1,17 @@
 r"""Trajectories, ℓ∞-SAM limit maps and discrete-against-flow figures (figures 3, 4, 5).
 
-Everything is on :math:`\mu=(1,2)`: figure 3 and 5 solve the plain flow
-:math:`\dot\theta=-\nabla\mathcal L(\hat\theta)` (logistic loss) with :func:`flows.solve`
-and :func:`flows.iterate`; figure 4 sweeps the rescaled flow over
-:math:`(\alpha_1,\alpha_2)` with :func:`flows.sweep`. ℓ∞-SAM is the exact-sign
-Filippov flow of :mod:`flows`.
+Figure 3 solves the plain flow :math:`\dot\theta=-\nabla\mathcal L(\hat\theta)` (logistic
+loss) of ℓ2-SAM on :math:`\mu=(1,\dots,5)` from :math:`\alpha` approaching
+:math:`\alpha_c` (:func:`analysis.critical_alpha`), with :func:`analysis.switch_times` for
+:math:`j^\dagger`. Figure 4 is :func:`analysis.limit_map` of exact ℓ∞-SAM over
+:math:`(\alpha_1,\alpha_2)` on :math:`\mu=(1,2)` at :math:`L=3,4`, with the tie curve
+:func:`analysis.linf_tie`. Figure 5 compares :func:`flows.iterate` with :func:`flows.solve` on
+:math:`\mu=(1,2)`. ℓ∞-SAM is the exact-sign Filippov flow of :mod:`flows` throughout.
+Indices are 0-based in the data and 1-based in the figures.
 """
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -17,7 +19,22 @@ from matplotlib.patches import Patch
 import analysis
 import flows
 
-from ._common import GREY, METHOD_COLORS, OKABE_ITO, Context, FigureSpec, new_figure, sweep
+from ._common import (
+    COLLAPSE,
+    DIRECT,
+    FULL_WIDTH,
+    METHOD_COLORS,
+    MINOR,
+    OKABE_ITO,
+    REGIME_COLORS,
+    STALLED,
+    Context,
+    FigureSpec,
+    index_cmap,
+    new_figure,
+    panel_labels,
+    plain_log_ticks,
+)
 
 MU2 = np.array([1.0, 2.0])
 DATA2 = flows.single_example(MU2)
@@ -32,305 +49,430 @@ def _methods(rho):
 
 # --- figure 3: trajectories --------------------------------------------------------------
 
-ALPHA_TRAJ, RHO_TRAJ = 0.07, 0.1  # α/ρ = 0.7: R2 for ℓ2-SAM at L = 2, below ρ for ℓ∞-SAM
-T_PLATEAU = 30.0  # the loss of ℓ2-SAM at L = 2 has dropped by then
+MU5 = np.arange(1.0, 6.0)
+DATA5 = flows.single_example(MU5)
+RHO_TRAJ = 1.0
+# α / α_c of the ℓ2-SAM runs: approaching the collapse boundary from above (all sequential).
+ALPHA_RATIOS = (2.0, 1.1, 1.01, 1.001)
+RATIO_COLORS = (OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["orange"], OKABE_ITO["vermillion"])
+SOLVE_TIGHT = dict(rtol=1e-10, atol=1e-30)  # atol far below every weight: see regime_path
+TAU_TRAJ = 80.0  # rescaled τ of the runs (the last switch at 1.001 α_c is near τ = 46)
+LOSS_LOW = 1e-3  # panel (f): the time at which the loss falls to this level
+
+
+def _solve_rescaled(method, alpha, taus, **options):
+    """The rescaled flow of figure 3 from w^(l)(0) = α (balanced), to τ = TAU_TRAJ."""
+    return flows.solve(
+        method,
+        DATA5,
+        flows.balanced_init(alpha, 2, MU5.size),
+        t1=TAU_TRAJ,
+        ts=taus,
+        rescaled=True,
+        collapse_tol=None,
+        **SOLVE_TIGHT,
+        **options,
+    )
 
 
 def compute_trajectories(ctx: Context) -> dict:
-    t1 = ctx.pick(1e4, 1e3)
-    ts = np.concatenate([[0.0], np.geomspace(1e-2, t1, ctx.pick(400, 80))])
-    data = {"ts": ts}
-    for L in (1, 2):
-        for name, method in _methods(RHO_TRAJ).items():
-            traj = flows.solve(
-                method,
-                DATA2,
-                flows.balanced_init(ALPHA_TRAJ, L, 2),
-                t1=t1,
-                ts=ts,
-                collapse_tol=1e-3,
-            )
-            key = f"{name}-L{L}"
-            data[f"beta/{key}"] = np.where(np.asarray(traj.reached)[:, None], traj.beta, np.nan)
-            data[f"loss/{key}"] = np.where(traj.reached, traj.loss, np.nan)
-            data[f"status/{key}"] = np.array(traj.status_name)
-            if name == "ℓ2-SAM" and L == 2:
-                # loss_plateau takes the longest stretch in linear time; on [0, 1e4] that is
-                # the slow 1/t tail of the logistic loss, so it reads an equispaced early run.
-                early = flows.solve(
-                    method,
-                    DATA2,
-                    flows.balanced_init(ALPHA_TRAJ, L, 2),
-                    t1=T_PLATEAU,
-                    ts=np.linspace(0.0, T_PLATEAU, 601),
-                )
-                data["plateau"] = np.array(analysis.loss_plateau(early))
-            if L == 1:  # C1: the ℓ2 max-margin direction
-                data[f"cos/{key}"] = analysis.direction_cosine(traj, analysis.max_margin(DATA2, 2))
-    data["alpha"], data["rho"] = np.array(ALPHA_TRAJ), np.array(RHO_TRAJ)
+    taus = np.concatenate([[0.0], np.geomspace(1e-2, TAU_TRAJ, ctx.pick(600, 150))])
+    data = {"taus": taus, "rho": np.array(RHO_TRAJ), "ratios": np.array(ALPHA_RATIOS)}
+    k = analysis.l2sam_thresholds(MU5, RHO_TRAJ)  # α_c lies strictly between k[0] and k[1]
+    ctx.log("critical_alpha")
+    alpha_c = analysis.critical_alpha(
+        flows.L2SAM(RHO_TRAJ),
+        MU5,
+        2,
+        bracket=(k[0], k[1]),
+        rtol=ctx.pick(1e-8, 1e-4),
+        points=ctx.pick(9, 5),
+    )
+    data["alpha_c"] = np.array(alpha_c)
+    # The rescaled clock τ = ∫ -ℓ' dt: the same path as the plain flow, whose later switches
+    # come only after the loss has fallen, at t ~ e^τ (out of reach of a plain solve).
+    runs = [(f"l2/{i}", flows.L2SAM(RHO_TRAJ), r * alpha_c) for i, r in enumerate(ALPHA_RATIOS)]
+    runs.append(("gd", flows.L2SAM(0.0), ALPHA_RATIOS[-1] * alpha_c))  # GD from the smallest α
+    for key, method, alpha in runs:
+        traj = _solve_rescaled(method, alpha, taus, dense=True, escape_tol=1e120)
+        sw = analysis.switch_times(traj)
+        data[f"alpha/{key}"] = np.array(alpha)
+        data[f"beta/{key}"] = np.where(np.asarray(traj.reached)[:, None], traj.beta, np.nan)
+        data[f"loss/{key}"] = np.where(traj.reached, traj.loss, np.nan)
+        data[f"status/{key}"] = np.array(traj.status_name)
+        data[f"switch_t/{key}"], data[f"sequence/{key}"] = sw.times, np.array(sw.sequence)
+    # (f): over α / α_c - 1, the τ at which the loss falls to LOSS_LOW (an event of the solve)
+    # and the τ of the last switch of j† (to the major coordinate).
+    gaps = np.geomspace(1e-4, 0.3, ctx.pick(9, 3))  # at 2 α_c the loss starts below 1e-3
+    data["gaps"], low, last = gaps, [], []
+    for gap in gaps:
+        alpha = (1 + gap) * alpha_c
+        drop = _solve_rescaled(flows.L2SAM(RHO_TRAJ), alpha, taus[:2], loss_tol=LOSS_LOW)
+        low.append(float(drop.t_end) if drop.status_name == "converged" else np.nan)
+        traj = _solve_rescaled(flows.L2SAM(RHO_TRAJ), alpha, taus, dense=True, escape_tol=1e120)
+        sw = analysis.switch_times(traj)
+        last.append(float(sw.times[-1]) if sw.final == MU5.size - 1 and sw.times.size else np.nan)
+    data["tau_low"], data["tau_last"] = np.array(low), np.array(last)
     return data
 
 
+def _sequence_text(sequence) -> str:
+    """j† sequence, 1-based, as in the figures: '2→1→2→3→4→5'."""
+    return r"$\to$".join(str(int(j) + 1) for j in sequence)
+
+
 def draw_trajectories(data: dict):
-    fig = new_figure(5.5, 3.4)
-    axes = fig.subplots(2, 4)
-    ts = data["ts"]
-    for row, L in enumerate((1, 2)):
-        for col, name in enumerate(("GD", "ℓ2-SAM", "ℓ∞-SAM")):
-            ax = axes[row, col]
-            key = f"{name}-L{L}"
-            beta = data[f"beta/{key}"]
-            for j in range(2):
-                b = np.where(beta[:, j] > 0, beta[:, j], np.nan)
-                ax.plot(
-                    ts,
-                    b,
-                    color=COORD_COLORS[j],
-                    lw=1.5,
-                    label=rf"$\beta_{j + 1}$ ($\mu_{j + 1}={j + 1:g}$)",
-                )
-            status = str(data[f"status/{key}"])
-            ax.set(
-                xscale="log",
-                yscale="log",
-                title=f"{name}, $L={L}$" + ("" if status in ("ok", "escaped") else f" ({status})"),
-            )
-            if row == 1:
-                ax.set_xlabel("time $t$")
-            ax.set_ylim(bottom=max(ax.get_ylim()[0], 1e-6))
-            ax.set_xlim(ts[1], ts[-1])
-            if col == 0:
-                ax.set_ylabel(r"$\beta_j(t)$")
-            if L == 1:
-                cos = data[f"cos/{key}"]
-                ax.text(
-                    0.03,
-                    0.95,
-                    rf"cos to $\ell_2$ max-margin at $t_{{end}}$: {np.nanmax(cos[-1:]):.4f}",
-                    transform=ax.transAxes,
-                    fontsize=6.5,
-                    va="top",
-                )
-        ax = axes[row, 3]
-        for name in ("GD", "ℓ2-SAM", "ℓ∞-SAM"):
-            ax.plot(ts, data[f"loss/{name}-L{L}"], color=METHOD_COLORS[name], lw=1.5, label=name)
-        ax.set(
-            xscale="log", yscale="log", title=f"loss, $L={L}$", xlabel="time $t$" if row else None
-        )
-        ax.set_ylabel(r"$\mathcal{L}(t)$")
-        if L == 2:
-            start, end, height = data["plateau"]
-            ax.axvspan(
-                max(start, ts[1]), end, color=GREY, alpha=0.5, lw=0, label="ℓ2-SAM plateau (R2)"
-            )
-        if L == 1:
-            ax.legend(loc="upper right")
-        else:  # the method colours are in the L = 1 legend
-            ax.legend(handles=ax.get_legend_handles_labels()[0][-1:], loc="lower left")
-    axes[0, 0].legend(loc="lower right")
-    fig.suptitle(
-        rf"Trajectories on $\mu=(1,2)$, $\alpha={float(data['alpha']):g}$, "
-        rf"$\rho={float(data['rho']):g}$ (plain flow, logistic loss)",
-        fontsize=9,
+    fig = new_figure(FULL_WIDTH, 3.8)
+    axes = fig.subplots(2, 3)
+    flat = axes.ravel()
+    taus, alpha_c = data["taus"], float(data["alpha_c"])
+    xlim = (5e-2, taus[-1])
+    cmap, _ = index_cmap(MU5.size)
+    order = (3, 2, 1, 0)  # panels (a)–(d): α closest to α_c first
+    for ax, i in zip(flat[:4], order, strict=True):
+        key = f"l2/{i}"
+        beta = data[f"beta/{key}"]
+        beta = beta / np.max(np.abs(beta), axis=1, keepdims=True)  # no overflow in the norm
+        share = beta / np.linalg.norm(beta, axis=1, keepdims=True)
+        for t in data[f"switch_t/{key}"]:
+            ax.axvline(t, color="0.7", lw=0.5, ls=":", zorder=0)
+        for j in range(MU5.size):
+            ax.plot(taus, share[:, j], color=cmap(j + 2), lw=1.2)
+        ratio = float(data["ratios"][i])
+        sequence = _sequence_text(data[f"sequence/{key}"])
+        ax.set_title(rf"$\alpha={ratio:g}\,\alpha_c$" + "\n" + rf"$j^\dagger$: {sequence}", pad=2)
+        ax.set(xscale="log", xlim=xlim, ylim=(0, 1.05))
+        plain_log_ticks(ax, "x")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(r"$\beta_j/\|\beta\|_2$")
+    for ax in (*axes[1, :2], *axes[0, :1]):
+        ax.set_xlabel(r"rescaled time $\tau$")
+    ax = flat[4]
+    for i in range(len(ALPHA_RATIOS)):
+        ratio = float(data["ratios"][i])
+        ax.plot(taus, data[f"loss/l2/{i}"], color=RATIO_COLORS[i], label=rf"${ratio:g}\,\alpha_c$")
+    ax.plot(
+        taus, data["loss/gd"], color="k", ls="--", label=rf"GD, ${ALPHA_RATIOS[-1]:g}\,\alpha_c$"
+    )
+    ax.set(xscale="log", yscale="log", xlim=xlim, ylabel=r"loss $\mathcal{L}$")
+    ax.set_ylim(1e-6, 1.0)
+    plain_log_ticks(ax, "x")
+    ax.set_title("loss:\n" + r"$\ell_2$-SAM and GD (dashed)", pad=2)
+    ax = flat[5]
+    gaps = data["gaps"]
+    ax.plot(gaps, data["tau_last"], "o-", color="k", ms=2.5, label=r"$j^\dagger$ reaches 5")
+    ax.plot(
+        gaps,
+        data["tau_low"],
+        "s--",
+        color="0.45",
+        ms=2.5,
+        label=rf"$\mathcal{{L}}$ falls to $10^{{{int(np.log10(LOSS_LOW))}}}$",
+    )
+    for i, ratio in enumerate(data["ratios"]):
+        if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c)
+            ax.axvline(ratio - 1, color=RATIO_COLORS[i], lw=0.8, ls=":")
+    ax.set(xscale="log", yscale="log", xlabel=r"$\alpha/\alpha_c-1$", ylabel=r"$\tau$")
+    ax.set_title("leaving the plateau\nand reaching the major", pad=2)
+    ax.legend(loc="lower left", borderaxespad=0.2, handlelength=1.8)
+    panel_labels(flat, y=1.2)
+    # One legend above the panels: row 1 the coordinates of (a)–(d), row 2 the losses of (e).
+    coords = [Line2D([], [], color=cmap(j + 2), lw=1.5, label=f"$j={j + 1}$") for j in range(5)]
+    losses = flat[4].get_legend_handles_labels()[0]
+    fig.legend(
+        handles=[h for pair in zip(coords, losses, strict=True) for h in pair],
+        loc="outside upper center",
+        ncols=5,
+        title=rf"$L=2$, $\rho={float(data['rho']):g}$, $\mu=(1,\dots,5)$, "
+        rf"$\alpha_c={alpha_c:.4f}$: coordinate $j$ (1-based) in (a)–(d); "
+        r"loss from $\alpha$ in (e)",
+        title_fontsize=7,
+        handlelength=1.5,
     )
     return fig
 
 
-def _no_minor_labels(ax):
-    from matplotlib.ticker import NullFormatter
-
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_formatter(NullFormatter())
-
-
 # --- figure 4: ℓ∞-SAM limit map over (α1, α2) ----------------------------------------------
 
-RHO_LIMIT, T1_LIMIT = 1.0, 40.0
+RHO_LIMIT = 1.0
+DEPTHS_LIMIT = (3, 4)
+# Classes drawn (display order): the run's end as analysis decides it.
+LIMIT_CODES = ("collapse", "stalled", "minor", "major", "undetermined")
+LIMIT_COLORS = {
+    "collapse": REGIME_COLORS[COLLAPSE],
+    "stalled": REGIME_COLORS[STALLED],
+    "minor": REGIME_COLORS[MINOR],
+    "major": REGIME_COLORS[DIRECT],
+    "undetermined": "#FFFFFF",
+}
+LIMIT_NAMES = {
+    "collapse": r"$\beta\to0$ (collapse)",
+    "stalled": r"stalled ($w_j\uparrow\rho$)",
+    "minor": r"$\beta/\|\beta\|\to e_1$ (minor wins)",
+    "major": r"$\beta/\|\beta\|\to e_2$ (major)",
+    "undetermined": "undetermined",
+}
 
 
-def limit_point(a1, a2, kind="linf"):
-    """Rescaled flow from w(0) = (α1, α2), L = 2, to τ = T1_LIMIT: status and β at the end."""
-    method = flows.LinfSAM(RHO_LIMIT) if kind == "linf" else flows.GD()
-    traj = flows.solve(
-        method,
-        DATA2,
-        flows.balanced_init(jnp.stack([a1, a2]), 2, 2),
-        t1=T1_LIMIT,
-        ts=jnp.array([0.0, T1_LIMIT]),
-        rescaled=True,
-        escape_tol=1e60,
-    )
-    return {"status": traj.status.astype(jnp.int8), "beta": flows.beta(traj.theta_end)}
+def limit_classes(code, leader) -> np.ndarray:
+    """Index into LIMIT_CODES of each run: its regime, or the coordinate it escapes along."""
+    out = np.full(np.shape(code), LIMIT_CODES.index("undetermined"))
+    out[code == COLLAPSE] = LIMIT_CODES.index("collapse")
+    out[code == STALLED] = LIMIT_CODES.index("stalled")
+    out[leader == 0] = LIMIT_CODES.index("minor")
+    out[leader == 1] = LIMIT_CODES.index("major")
+    return out
+
+
+def _dying_first(points):
+    """Sweep order: the runs with a coordinate below ρ (a Filippov sliding) cost the most."""
+    return -np.sum(points["alpha"] < RHO_LIMIT, axis=1)
 
 
 def compute_linf_limits(ctx: Context) -> dict:
-    alphas = np.geomspace(0.2, 5.0, ctx.pick(48, 10))  # even count: no point on α_j = ρ
-    r = sweep(ctx, limit_point, {"a1": alphas, "a2": alphas}, static={"kind": ["linf", "gd"]})
-    return dict(
-        alpha=alphas,
-        limit=analysis.limit_class(r["status"], r["beta"]),
-        rho=np.array(RHO_LIMIT),
-        status=r["status"],
-    )
-
-
-LIMIT_COLORS = ("#FFFFFF", GREY, OKABE_ITO["orange"], OKABE_ITO["blue"])
-LIMIT_NAMES = ("solver failure", r"$\beta\to0$", r"$e_1$ (minor)", r"$e_2$ (major)")
+    # A step that puts no grid point on α_j = ρ or on the tie lines of slope 1/2 and 1/√2.
+    alphas = np.linspace(0.05, 3.0, ctx.pick(30, 6))
+    data = {"alpha": alphas, "rho": np.array(RHO_LIMIT), "depths": np.array(DEPTHS_LIMIT)}
+    for L in DEPTHS_LIMIT:
+        ctx.log(f"limit map, L = {L}")
+        m = analysis.limit_map(
+            flows.LinfSAM(RHO_LIMIT),
+            MU2,
+            (alphas, alphas),
+            depth=L,
+            cache_dir=ctx.sweeps,
+            progress=ctx.progress,
+            workers=1,  # with two sweep threads this kernel hung once (both threads inside XLA)
+            order=_dying_first,
+        )
+        data[f"code/{L}"], data[f"leader/{L}"] = m.code, m.leader
+        data[f"class/{L}"] = limit_classes(m.code, m.leader)
+        above = np.linspace(RHO_LIMIT, alphas[-1], 50)[1:]
+        data[f"tie_a1/{L}"] = above
+        data[f"tie_a2/{L}"] = analysis.linf_tie(flows.LinfSAM(RHO_LIMIT), MU2, above, L)
+    return data
 
 
 def draw_linf_limits(data: dict):
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
-    fig = new_figure(5.5, 2.6)
-    axes = fig.subplots(1, 2, sharey=True)
-    cmap, norm = ListedColormap(LIMIT_COLORS), BoundaryNorm(np.arange(-1.5, 3.5), 4)
+    fig = new_figure(FULL_WIDTH, 2.35)
+    depths = [int(L) for L in data["depths"]]
+    axes = fig.subplots(1, len(depths), sharey=True)
+    cmap = ListedColormap([LIMIT_COLORS[c] for c in LIMIT_CODES])
+    norm = BoundaryNorm(np.arange(-0.5, len(LIMIT_CODES)), len(LIMIT_CODES))
     a, rho = data["alpha"], float(data["rho"])
-    for ax, k, title in ((axes[0], 0, r"$\ell_\infty$-SAM"), (axes[1], 1, "GD")):
-        ax.pcolormesh(
-            a, a, data["limit"][k].T, cmap=cmap, norm=norm, shading="nearest", rasterized=True
-        )
-        if k == 0:
-            ax.axvline(rho, color="k", lw=1, ls="--")
-            ax.axhline(rho, color="k", lw=1, ls="--")
+    present = set()
+    for ax, L in zip(axes, depths, strict=True):
+        cls = data[f"class/{L}"]
+        present |= set(np.unique(cls).tolist())
+        ax.pcolormesh(a, a, cls.T, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
+        ax.axvline(rho, color="k", lw=0.8, ls="--")
+        ax.axhline(rho, color="k", lw=0.8, ls="--")
+        ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
         ax.set(
-            xscale="log",
-            yscale="log",
+            xlim=(a[0], a[-1]),
+            ylim=(a[0], a[-1]),
+            aspect="equal",
             xlabel=r"$\alpha_1$ (minor, $\mu_1=1$)",
-            title=f"{title}: limit direction, $L=2$, $\\mu=(1,2)$"
-            + (f", $\\rho={rho:g}$" if k == 0 else ""),
+            title=f"$L={L}$",
         )
     axes[0].set_ylabel(r"$\alpha_2$ (major, $\mu_2=2$)")
-    present = set(np.unique(data["limit"]).tolist())
-    handles = [
-        Patch(facecolor=LIMIT_COLORS[c + 1], edgecolor="0.3", label=LIMIT_NAMES[c + 1])
-        for c in (-1, 0, 1, 2)
-        if c in present
-    ]
-    handles.append(Line2D([], [], color="k", ls="--", label=r"$\alpha_j=\rho$ (theory, C2)"))
-    axes[0].legend(handles=handles, loc="lower left", framealpha=0.9)
-    ticks = [0.2, 0.5, 1, 2, 5]
+    ticks = [0.5, 1, 1.5, 2, 2.5, 3]
     for ax in axes:
-        _no_minor_labels(ax)
         ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
         ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
+    panel_labels(axes)
+    handles = [
+        Patch(facecolor=LIMIT_COLORS[c], edgecolor="0.3", label=LIMIT_NAMES[c])
+        for k, c in enumerate(LIMIT_CODES)
+        if k in present
+    ]
+    handles += [
+        Line2D([], [], color="k", ls="--", lw=0.8, label=r"$\alpha_j=\rho$"),
+        Line2D(
+            [],
+            [],
+            color="k",
+            lw=1.3,
+            label="$\\mu_1(\\alpha_1-\\rho)^{L-2}$\n$=\\mu_2(\\alpha_2-\\rho)^{L-2}$",
+        ),
+    ]
+    fig.legend(
+        handles=handles,
+        loc="outside right center",
+        title=rf"$\ell_\infty$-SAM, $\rho={rho:g}$, $\mu=(1,2)$",
+        title_fontsize=7,
+    )
     return fig
 
 
 # --- figure 5: discrete against flow -------------------------------------------------------
 
 ALPHA_DISC, RHO_DISC, T_DISC = 0.35, 0.5, 20.0
-N_SAVED = 40  # iterates and flow compared at t = k T / N_SAVED: one flow solve per method
-LRS_SHOWN = (0.5, 0.25, 0.0625)
+ALPHA_SLIDE = (0.35, 0.6)  # ℓ∞-SAM: α_1 < ρ < α_2, coordinate 1 dies and is held at 0 by sliding
+N_SAVED = 40  # iterates and flow compared at t = k T / N_SAVED
+LRS_SHOWN = (0.5, 0.125, 0.03125)
+# (key, label, method name, α): the cases of the error panel
+DISC_CASES = (
+    ("GD", "GD", "GD", ALPHA_DISC),
+    ("ℓ2-SAM", r"$\ell_2$-SAM", "ℓ2-SAM", ALPHA_DISC),
+    ("ℓ∞-SAM", r"$\ell_\infty$ both die", "ℓ∞-SAM", ALPHA_DISC),
+    ("ℓ∞-SAM-slide", r"$\ell_\infty$ $w_1$ slides", "ℓ∞-SAM", ALPHA_SLIDE),
+)
+CASE_STYLE = {
+    "GD": dict(color=METHOD_COLORS["GD"], marker="o"),
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], marker="s"),
+    "ℓ∞-SAM": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="^"),
+    "ℓ∞-SAM-slide": dict(color=OKABE_ITO["purple"], marker="v"),
+}
+TIGHT = dict(rtol=1e-11, atol=1e-13, collapse_tol=None)
+FINE = 10  # flow points per comparison interval
 
 
 def compute_discrete(ctx: Context) -> dict:
-    theta0 = flows.balanced_init(ALPHA_DISC, 2, 2)
     # η = 2^-k, so that T / η is a multiple of N_SAVED and every run is saved at the same times.
-    lrs = 2.0 ** -np.arange(1, ctx.pick(11, 5))
-    data = {"lrs": lrs}
-    tight = dict(rtol=1e-11, atol=1e-13, collapse_tol=None)
-    ts = np.linspace(0.0, T_DISC, N_SAVED + 1)
-    fine = np.linspace(0.0, T_DISC, 401)
-    flow = flows.solve(flows.L2SAM(RHO_DISC), DATA2, theta0, t1=T_DISC, ts=fine, **tight)
-    data["ts"], data["beta_flow"] = fine, np.asarray(flow.beta)
-    for name, method in _methods(RHO_DISC).items():
-        ref = flows.solve(method, DATA2, theta0, t1=T_DISC, ts=ts, **tight)
-        errors = []
+    lrs = 2.0 ** -np.arange(1, ctx.pick(11, 6))
+    data = {"lrs": lrs, "alpha": np.array(ALPHA_DISC), "rho": np.array(RHO_DISC)}
+    data["alpha_slide"], data["T"] = np.array(ALPHA_SLIDE), np.array(T_DISC)
+    # One flow solve per case, on the fine grid drawn in (a), (b); the iterates are compared at
+    # every FINE-th point of it (t = k T / N_SAVED).
+    fine = np.linspace(0.0, T_DISC, N_SAVED * FINE + 1)
+    methods = _methods(RHO_DISC)
+    for key, _, name, alpha in DISC_CASES:
+        theta0 = flows.balanced_init(np.asarray(alpha), 2, 2)
+        flow = flows.solve(methods[name], DATA2, theta0, t1=T_DISC, ts=fine, **TIGHT)
+        ref = np.asarray(flow.thetas)[::FINE]
+        data[f"flow_t/{key}"], data[f"flow_w/{key}"] = fine, np.asarray(flow.thetas[:, 0])
+        errors, frozen = [], []
         for lr in lrs:
             steps = round(T_DISC / lr)
             it = flows.iterate(
-                method, DATA2, theta0, lr=float(lr), steps=steps, every=steps // N_SAVED
+                methods[name], DATA2, theta0, lr=float(lr), steps=steps, every=steps // N_SAVED
             )
-            errors.append(float(np.max(np.abs(np.asarray(it.thetas) - np.asarray(ref.thetas)))))
-            if name == "ℓ2-SAM" and lr in LRS_SHOWN:
-                data[f"iter_t/{lr}"], data[f"iter_beta/{lr}"] = (
-                    np.asarray(it.ts),
-                    np.asarray(it.beta),
-                )
-        data[f"error/{name}"] = np.array(errors)
-    data["alpha"], data["rho"], data["T"] = (
-        np.array(ALPHA_DISC),
-        np.array(RHO_DISC),
-        np.array(T_DISC),
-    )
+            errors.append(float(np.max(np.abs(np.asarray(it.thetas) - ref))))
+            # an iterate that landed exactly on w_1 = 0, where sign(0) = 0 holds it for good
+            frozen.append(bool(np.all(np.asarray(it.theta_end)[:, 0] == 0.0)))
+            if lr in LRS_SHOWN:
+                data[f"iter_t/{key}/{lr}"] = np.asarray(it.ts)
+                data[f"iter_w/{key}/{lr}"] = np.asarray(it.thetas[:, 0])
+        errors, frozen = np.array(errors), np.array(frozen)
+        data[f"error/{key}"], data[f"frozen/{key}"] = errors, frozen
+        data[f"slope/{key}"] = np.array(analysis.convergence_order(lrs, errors))
+        data[f"slope_moving/{key}"] = np.array(
+            analysis.convergence_order(lrs[~frozen], errors[~frozen])
+        )
+        data[f"status/{key}"] = np.array(flow.status_name)
     return data
 
 
-def draw_discrete(data: dict):
-    fig = new_figure(5.5, 2.3)
-    ax, bx = fig.subplots(1, 2, width_ratios=[1.3, 1])
+def _iterates_panel(ax, data, key, title, note):
+    """Flow w_j^{(1)}(t) (lines) and the iterates at LRS_SHOWN (markers), coordinate colours."""
     for j in range(2):
         ax.plot(
-            data["ts"],
-            data["beta_flow"][:, j],
+            data[f"flow_t/{key}"],
+            data[f"flow_w/{key}"][:, j],
             color=COORD_COLORS[j],
-            lw=1.5,
-            label=rf"flow $\beta_{j + 1}$",
+            lw=1.2,
+            label=rf"flow, $j={j + 1}$",
         )
-    markers = ("o", "s", "^")
-    shown = [lr for lr in LRS_SHOWN if f"iter_t/{lr}" in data]
-    for m, lr in zip(markers, shown, strict=False):
-        t, b = data[f"iter_t/{lr}"], data[f"iter_beta/{lr}"]
+    for m, lr in zip(("o", "s", "^"), LRS_SHOWN, strict=True):
+        if f"iter_t/{key}/{lr}" not in data:
+            continue
+        t, w = data[f"iter_t/{key}/{lr}"], data[f"iter_w/{key}/{lr}"]
         for j in range(2):
             ax.plot(
                 t,
-                b[:, j],
+                w[:, j],
                 m,
-                ms=3.5,
+                ms=2.6,
                 mfc="none",
+                mew=0.6,
                 color=COORD_COLORS[j],
-                label=rf"iterates, $\eta={lr:g}$" if j == 1 else None,
+                label=rf"$\eta={lr:g}$" if j == 1 else None,
             )
-    ax.set(
-        xlabel=r"time $t=k\eta$",
-        ylabel=r"$\beta_j$",
-        yscale="log",
-        title=rf"$\ell_2$-SAM, $L=2$, $\mu=(1,2)$, $\alpha={float(data['alpha']):g}$, "
-        rf"$\rho={float(data['rho']):g}$",
-    )
-    ax.legend(loc="lower right")
+    ax.set(xlabel=r"time $t=k\eta$", title=title)
+    ax.text(0.97, 0.3, note, transform=ax.transAxes, ha="right", va="center", fontsize=6.5)
+
+
+def draw_discrete(data: dict):
+    fig = new_figure(FULL_WIDTH, 2.7)
+    left, right = fig.subfigures(1, 2, width_ratios=[1.75, 1.25])
+    ax, bx = left.subplots(1, 2)
+    cx = right.subplots()
+    a, rho = float(data["alpha"]), float(data["rho"])
+    a1, a2 = (float(x) for x in data["alpha_slide"])
+    _iterates_panel(ax, data, "ℓ2-SAM", r"$\ell_2$-SAM", rf"$\alpha={a:g}$")
+    ax.set(ylabel=r"weight $w_j^{(1)}$")
+    note = rf"$\alpha=({a1:g},\,{a2:g})$" + "\n" + r"$w_1$ slides at 0"
+    _iterates_panel(bx, data, "ℓ∞-SAM-slide", r"$\ell_\infty$-SAM", note)
+    handles, labels = bx.get_legend_handles_labels()
+    left.legend(handles, labels, loc="outside lower center", ncols=3, handlelength=1.5)
     lrs = data["lrs"]
-    for name in ("GD", "ℓ2-SAM", "ℓ∞-SAM"):
-        err = data[f"error/{name}"]
+    lowest = np.inf
+    for key, label, _, _ in DISC_CASES:
+        err, frozen = data[f"error/{key}"], data[f"frozen/{key}"]
         ok = np.isfinite(err) & (err > 0)
-        slope = analysis.convergence_order(lrs, err)
-        bx.plot(
-            lrs[ok],
-            err[ok],
-            "o-",
-            color=METHOD_COLORS[name],
-            ms=4,
-            label=f"{name}: slope {slope:.2f}",
-        )
-    ref = lrs / lrs[-1] * np.nanmax([data[f"error/{n}"][-1] for n in ("GD", "ℓ2-SAM")])
-    bx.plot(lrs, ref, ":", color="0.4", label=r"order 1 ($\propto\eta$)")
-    bx.set(
+        lowest = min(lowest, np.min(err[ok] / lrs[ok]))
+        slope = f"{float(data[f'slope/{key}']):.2f}"
+        if key == "ℓ∞-SAM-slide" and frozen.any():  # the fit without the frozen runs too
+            slope += f" ({float(data[f'slope_moving/{key}']):.2f})"
+        style = CASE_STYLE[key]
+        cx.plot(lrs[ok], err[ok], "-", ms=3, lw=0.9, **style, label=f"{label} {slope}")
+        if key == "ℓ∞-SAM-slide":
+            hollow = ok & frozen
+            cx.plot(
+                lrs[hollow],
+                err[hollow],
+                ls="",
+                ms=3.5,
+                mfc="w",
+                color=style["color"],
+                marker=style["marker"],
+                zorder=3,
+            )
+    guide = 0.25 * lowest * lrs  # order 1, a factor 4 below every data point
+    T = float(data["T"])
+    step = T / N_SAVED  # the comparison times
+    cx.plot(lrs, guide, ":", color="0.4", lw=0.9, label=r"$\propto\eta$")
+    cx.set(
         xscale="log",
         yscale="log",
         xlabel=r"step size $\eta$",
-        ylabel=rf"$\max_{{k\eta\leq {float(data['T']):g}}}\|\theta_k-\theta(k\eta)\|_\infty$",
-        title="discrete against flow: error and fitted slope",
+        ylabel=r"error $\max_k\|\theta_k-\theta(k\eta)\|_\infty$",
+        title=rf"at $k\eta=0,{step:g},\dots,{T:g}$",
     )
-    bx.legend(loc="lower right")
-    _no_minor_labels(bx)
+    plain_log_ticks(cx, "x")
+    right.legend(
+        *cx.get_legend_handles_labels(),
+        loc="outside lower center",
+        ncols=2,
+        handlelength=1.2,
+        handletextpad=0.4,
+        columnspacing=0.4,
+        title="fitted slope",
+        title_fontsize=7,
+    )
+    panel_labels([ax, bx, cx])
+    fig.suptitle(rf"Discrete iterates against the plain flow, $L=2$, $\mu=(1,2)$, $\rho={rho:g}$")
     return fig
 
 
 TRAJECTORIES = FigureSpec(
     "trajectories",
-    "β_j(t) of GD, ℓ2-SAM and ℓ∞-SAM at L = 1, 2 on μ = (1, 2), loss with the R2 plateau",
+    "β_j/‖β‖ of ℓ2-SAM (L = 2) for α → α_c, the loss against GD's, plateau and switch times",
     compute_trajectories,
     draw_trajectories,
 )
 LINF_LIMITS = FigureSpec(
     "linf_limits",
-    "ℓ∞-SAM limit direction over (α1, α2) at fixed ρ, lines α_j = ρ, GD beside",
+    "ℓ∞-SAM limit over (α1, α2) at L = 3, 4 with the tie curve of claim C2",
     compute_linf_limits,
     draw_linf_limits,
 )
 DISCRETE = FigureSpec(
     "discrete",
-    "discrete iterates at several η over the flow, and error against η with fitted slopes",
+    "iterates over the flow (ℓ2-SAM; ℓ∞-SAM with sliding), error against η, fitted slopes",
     compute_discrete,
     draw_discrete,
 )

@@ -1,7 +1,8 @@
 """Figures (issue 5): the quick CLI run writes every file, the drawn data agree with the
 analysis functions at spot-checked points, and redrawing from saved data solves nothing.
 
-The sweep cache itself (hit, miss, resume after a kill) is tested in tests/test_sweep.py.
+The sweep cache itself (hit, miss, resume after a kill) is tested in tests/test_sweep.py; the
+path figures (trajectories, linf_limits, discrete) in tests/test_figures_paths.py.
 """
 
 import numpy as np
@@ -87,17 +88,6 @@ def test_minor_first_map_agrees_with_switch_times(quick_run):
     near = np.any(np.abs(tau[:, None] - path.times[None, :]) < 0.01 * tau[:, None], axis=1)
     reached = row >= 0
     assert np.array_equal(row[reached & ~near], expected[reached & ~near])
-
-
-def test_linf_limit_map_follows_claim_c2(quick_run):
-    """ℓ∞-SAM, L = 2: β → 0 if both α_j < ρ, e_1 if only α_1 > ρ, else e_2; GD always e_2."""
-    _, cache = quick_run
-    data = _data(cache, "linf_limits")
-    a, rho = data["alpha"], float(data["rho"])
-    grow1, grow2 = np.meshgrid(a > rho, a > rho, indexing="ij")
-    theory = np.where(grow2, 2, np.where(grow1, 1, 0))
-    assert np.array_equal(data["limit"][0], theory)
-    assert np.all(data["limit"][1] == 2)
 
 
 def test_redraw_solves_nothing(quick_run, tmp_path, monkeypatch):
