@@ -242,7 +242,6 @@ def compute_linf_limits(ctx: Context) -> dict:
             depth=L,
             cache_dir=ctx.sweeps,
             progress=ctx.progress,
-            workers=1,  # with two sweep threads this kernel hung once (both threads inside XLA)
             order=_dying_first,
         )
         data[f"code/{L}"], data[f"leader/{L}"] = m.code, m.leader

@@ -33,7 +33,7 @@ def test_limit_map_near_the_tie_curve_and_the_rho_lines(depth):
     a1 = np.array([0.99, 1.01, 2.0])
     tie = float(analysis.linf_tie(m, MU, 2.0, depth))
     a2 = np.array([0.5, 0.99, 1.01, RHO + 0.99 * (tie - RHO), RHO + 1.01 * (tie - RHO)])
-    out = analysis.limit_map(m, MU, (a1, a2), depth=depth, progress=False, workers=1)
+    out = analysis.limit_map(m, MU, (a1, a2), depth=depth, progress=False)
     assert out.code.shape == (3, 5) and [a.tolist() for a in out.alphas] == [
         a1.tolist(),
         a2.tolist(),
