@@ -193,6 +193,20 @@ def plain_log_ticks(ax, axis: str = "both") -> None:
         a.set_minor_formatter(NullFormatter())
 
 
+def cell_edges(x, log: bool = True) -> np.ndarray:
+    """Cell edges around grid values ``x`` for ``pcolormesh``: midpoints (geometric on a log axis).
+
+    >>> np.round(cell_edges([1.0, 4.0, 16.0]), 12).tolist()
+    [0.5, 2.0, 8.0, 32.0]
+    """
+    t = np.log(x) if log else np.asarray(x, dtype=float)
+    if t.ndim != 1 or t.size < 2:
+        raise ValueError(f"`x` must be a 1-D array of at least 2 values; got shape {np.shape(x)}.")
+    mid = (t[1:] + t[:-1]) / 2
+    e = np.concatenate([[2 * t[0] - mid[0]], mid, [2 * t[-1] - mid[-1]]])
+    return np.exp(e) if log else e
+
+
 def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:
     """Write ``out/name.pdf`` (vector) and ``out/name.png``; return the paths."""
     out.mkdir(parents=True, exist_ok=True)

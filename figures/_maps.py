@@ -1,10 +1,16 @@
 r"""Regime maps and "minor first, major last" maps of ℓ2-SAM and LE-SAM (figures 1, 2, 6, 7).
 
-All runs are the rescaled single-example flow (science.md §3) on
-:math:`\mu=(1,2,3,4,5)` from the balanced uniform start :math:`w^{(l)}(0)=\alpha`. The
-regime maps are :func:`analysis.phase_diagram` grids (the regimes, their codes and the rule that
-decides them are defined once, in :mod:`analysis`); the α–τ maps read :math:`j^\dagger` on a
-saving grid through :func:`flows.sweep`.
+All runs are the rescaled single-example flow (science.md §3) on :math:`\mu=(1,2,3,4,5)` from
+the balanced uniform start :math:`w^{(l)}(0)=\alpha`. The regime maps are
+:func:`analysis.phase_diagram` grids and their boundaries :math:`k=\alpha/\rho` are
+:func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` (the regimes, the rule that
+decides them and the boundary search are defined once, in :mod:`analysis`); by the scale
+invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of ℓ2-SAM (science.md §5) they
+depend on :math:`\alpha/\rho` only, so they are computed at :math:`\rho=1`. The
+:math:`j^\dagger` maps read :math:`\arg\max_j|\beta_j|` along each run on the norm clock
+:math:`s` of :func:`analysis.norm_clock` (:math:`s=\tau` at :math:`L=2`; at :math:`L\ge3` it
+sends the finite-τ blow-up to :math:`s=\infty`), and mark every switch of
+:func:`analysis.regime_path`. Indices are 0-based here and drawn 1-based.
 
 ``collapse_tol`` is ``1e-3`` rather than flows' default ``1e-6``: a collapse to
 :math:`10^{-3}\lVert\theta_0\rVert` is already certain for these runs at :math:`L=2` (every
@@ -13,6 +19,10 @@ coordinate shrinks once :math:`\lVert\mu\odot w\rVert<\rho\mu_1/\sqrt2`).
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.lines import Line2D
@@ -22,13 +32,17 @@ import analysis
 import flows
 
 from ._common import (
-    OKABE_ITO,
+    COLLAPSE,
+    FULL_WIDTH,
     REGIME_COLORS,
     REGIME_NAMES,
     Context,
     FigureSpec,
+    cell_edges,
     index_cmap,
     new_figure,
+    panel_labels,
+    plain_log_ticks,
     regime_cmap,
     sweep,
 )
@@ -37,11 +51,30 @@ MU = np.arange(1.0, 6.0)
 DATA = flows.single_example(MU)
 COLLAPSE_TOL = 1e-3
 RHO_MAX = 1.0  # LE-SAM's cap, equal to the ℓ2-SAM radius it is compared with
-# α–τ maps: a linear τ grid, runs continued far past the usual escape so that the
-# last switch is seen (L = 2 grows exponentially in τ; L ≥ 3 blows up in finite τ).
+# j† maps: the clock axis (s = τ at L = 2) from TAU_MIN to TAU_MAX[L], each run solved for at
+# most T1[L] in τ and stopped at ESCAPE_PATH[L] times its starting norm. At L = 2 the growth is
+# exponential and the last switch is long past at τ = 20. At L ≥ 3 the stop is in the blow-up,
+# where τ* − τ ∝ ‖θ‖^-(L-2): at 10⁴ it stays far above the float64 resolution of τ (a run just
+# above α_c at L = 4 blows up near τ = 650; at 10⁶ its solver stalled there, 1e-14 short of τ*).
 TAU_MIN = 1e-3
-TAU_MAX = {2: 20.0, 3: 20.0, 4: 100.0}
-ESCAPE_PATH = {2: 1e60, 3: 1e6, 4: 1e6}
+TAU_MAX = {2: 20.0, 3: 50.0, 4: 1e3}
+T1 = {2: 20.0, 3: 60.0, 4: 1e4}
+ESCAPE_PATH = {2: 1e60, 3: 1e4, 4: 1e4}
+MAX_STEPS = 4096  # dense output: a few hundred steps per run
+LATE_STEP = 1.15  # a switch after a run stopped is drawn past its end, at s_end · LATE_STEP^k
+# The regimes over (L, α/ρ) at ρ = 1 (figure 1), whose cells bracket the boundary searches.
+DEPTHS = (list(range(2, 9)), [2, 3])  # full, quick
+K_RANGE = (0.05, 3.0)  # α/ρ: below every k_c, above every k_direct of L = 2..8
+N_K = (96, 10)
+# Boundary searches inside one cell of that grid (ratio 1.044; quick 1.57): a scan of K_POINTS
+# values of analysis.boundary resolves it to 0.54% (quick 5.8%), within K_RTOL: one vmapped batch,
+# and k to 0.27%, a quarter of the row spacing of the j† maps. Most of a search's cost is its
+# compilation; runs closer to k_c linger longer at L ≥ 4.
+K_POINTS = 9
+K_RTOL = (6e-3, 0.06)
+# The j† maps of figures 2 and 6 (shared): ℓ2-SAM at ρ = 1 over α in [0.1, 3].
+PATH_DEPTHS = ([2, 3, 4], [2, 3])
+N_PATH = (320, 25)  # quick: a row at α = 0.358, just above α_c
 
 
 def _method(kind, s):
@@ -61,130 +94,253 @@ def _phase(ctx, method, **axes):
     )
 
 
+def depth_phase(ctx: Context):
+    r"""``(depths, k, code)``: :func:`analysis.phase_diagram` of ℓ2-SAM at :math:`\rho=1` over
+    the depths and :math:`k=\alpha/\rho`; ``code[i, m]`` is the regime at depth ``depths[i]``
+    and ``k[m]`` (cached on disk with the sweeps: figures 1, 2 and 6 share it)."""
+    depths, k = ctx.pick(*DEPTHS), np.geomspace(*K_RANGE, ctx.pick(*N_K))
+    ctx.log("regimes over (L, α/ρ)")
+    code = _phase(ctx, flows.L2SAM(1.0), alpha=k, rho=1.0, depth=depths)["code"].values
+    undetermined = code == analysis.REGIMES.index("undetermined")
+    if np.any(undetermined):
+        i, m = (int(v[0]) for v in np.nonzero(undetermined))
+        raise RuntimeError(f"regime map: undetermined at L = {depths[i]}, α/ρ = {k[m]:.6g}.")
+    return depths, k, code
+
+
+_BOUNDARIES: dict = {}
+
+
+def boundaries(ctx: Context) -> dict:
+    r"""Depth -> ``(k_c, k_direct)``, :math:`k=\alpha/\rho` of ℓ2-SAM's collapse and direct
+    boundaries: :func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` at
+    :math:`\rho=1`, each searched inside the cell pair of :func:`depth_phase` where the regime
+    changes (rtol ``K_RTOL``), two searches at a time. ``k_c`` is NaN where the column has no
+    collapse (odd :math:`L`: the weights never decrease). Memoised per run size."""
+    key = (ctx.quick, str(ctx.sweeps))
+    if key not in _BOUNDARIES:
+        depths, k, code = depth_phase(ctx)
+        rtol = ctx.pick(*K_RTOL)
+        below = {
+            "collapse": code == COLLAPSE,
+            "direct": code != analysis.REGIMES.index("direct"),
+        }
+        search = {"collapse": analysis.critical_alpha, "direct": analysis.direct_alpha}
+        jobs = {}
+        for i, L in enumerate(depths):
+            for kind, flags in below.items():
+                change = np.flatnonzero(flags[i, :-1] != flags[i, 1:])
+                if change.size == 0 and kind == "collapse" and not flags[i, 0]:
+                    continue  # no collapse cell in the column: no k_c
+                if change.size != 1 or not flags[i, 0]:
+                    raise RuntimeError(f"regime map: no single {kind} boundary at L = {L}.")
+                bracket = (k[change[0]], k[change[0] + 1])
+                jobs[L, kind] = functools.partial(
+                    search[kind],
+                    flows.L2SAM(1.0),
+                    MU,
+                    L,
+                    bracket=bracket,
+                    rtol=rtol,
+                    points=K_POINTS,
+                    collapse_tol=COLLAPSE_TOL,
+                )
+        ctx.log(f"{len(jobs)} boundary searches (critical_alpha, direct_alpha)")
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            # deepest first: the slowest searches (runs that linger near α_c) start early
+            order = sorted(jobs, key=lambda job: -job[0])
+            found = dict(zip(order, pool.map(lambda job: float(jobs[job]()), order), strict=True))
+        _BOUNDARIES[key] = {
+            L: (found.get((L, "collapse"), np.nan), found[L, "direct"]) for L in depths
+        }
+    return _BOUNDARIES[key]
+
+
 def path_point(alpha, s, depth=2, kind="l2", n_tau=300):
-    """One α–τ map row: j†(τ) on n_tau log-spaced τ in [TAU_MIN, TAU_MAX]; -2 after a collapse."""
-    ts = jnp.asarray(tau_grid(depth, n_tau))
+    r"""One :math:`j^\dagger` map row: :math:`j^\dagger` at the clock values ``tau_grid(depth,
+    n_tau)`` (:func:`analysis.norm_clock`; :math:`s=\tau` at :math:`L=2`), -2 after a collapse
+    and -1 after the run stopped (escape, blow-up); ``tau`` is τ at those clock values (NaN
+    after the end), ``s_end`` / ``t_end`` the clock and τ at the end."""
     traj = flows.solve(
         _method(kind, s),
         DATA,
         flows.balanced_init(alpha, depth, MU.size),
-        t1=TAU_MAX[depth],
-        ts=ts,
+        t1=T1[depth],
+        ts=jnp.zeros(1),
         rescaled=True,
+        dense=True,
+        max_steps=MAX_STEPS,
         collapse_tol=COLLAPSE_TOL,
         escape_tol=ESCAPE_PATH[depth],
     )
-    j = jnp.argmax(analysis.log_abs_beta(traj.thetas), axis=-1)
+    clock = analysis.norm_clock(traj)
+    grid = jnp.asarray(tau_grid(depth, n_tau))
+    reached = grid <= clock.s[-1]
+    tau = jnp.interp(grid, clock.s, clock.tau)
+    j = jnp.argmax(analysis.log_abs_beta(jax.vmap(traj.evaluate)(tau)), axis=-1)
     stopped = jnp.where(traj.status == flows.Status.COLLAPSED, -2, -1)
     return {
         "status": traj.status.astype(jnp.int8),
         "t_end": traj.t_end,
-        "jdag": jnp.where(traj.reached, j, stopped).astype(jnp.int8),
+        "s_end": clock.s[-1],
+        "jdag": jnp.where(reached, j, stopped).astype(jnp.int8),
+        "tau": jnp.where(reached, tau, jnp.nan),
     }
 
 
 def tau_grid(depth, n_tau):
-    """The τ grid of :func:`path_point` (log-spaced: early switches are fast)."""
+    """The clock grid of :func:`path_point` (log-spaced: early switches are fast)."""
     return np.geomspace(TAU_MIN, TAU_MAX[depth], n_tau)
 
 
 def cost_order(points):
-    """Sweep order: by scale invariance the cost depends on α/ρ (or α/σ) only."""
-    scale = next(points[k] for k in ("s", "rho", "sigma") if k in points)
+    """Sweep order: by scale invariance the cost depends on α/ρ (or α/σ) only (ρ = 1 if fixed)."""
+    scale = next((points[k] for k in ("s", "rho", "sigma") if k in points), 1.0)
     return np.log(points["alpha"] / scale)
-
-
-def _boundaries(method_of, s_values, depth, quick):
-    """critical_alpha and direct_alpha at each s (NaN where analysis raises; skipped if quick)."""
-    if quick:  # each boundary compiles its own vmapped solver: too slow for a smoke run
-        return np.full(len(s_values), np.nan), np.full(len(s_values), np.nan)
-    kw = dict(rtol=1e-6, collapse_tol=COLLAPSE_TOL)
-    crit, direct = [], []
-    for s in s_values:
-        for out, fn in ((crit, analysis.critical_alpha), (direct, analysis.direct_alpha)):
-            try:
-                out.append(fn(method_of(s), MU, depth, **kw))
-            except RuntimeError:
-                out.append(np.nan)
-    return np.array(crit), np.array(direct)
-
-
-# --- figure 1: the regime map over (α, ρ) ---------------------------------------------
-
-
-def compute_regime_map(ctx: Context) -> dict:
-    n = ctx.pick(128, 16)
-    alphas, rhos = np.geomspace(1e-2, 1.0, n), np.geomspace(1e-2, 1.0, n)
-    ds = _phase(ctx, flows.L2SAM(1.0), alpha=alphas, rho=rhos)
-    rho_b = np.geomspace(0.04, 0.64, ctx.pick(3, 1))
-    ctx.log("critical_alpha / direct_alpha")
-    crit, direct = _boundaries(flows.L2SAM, rho_b, 2, ctx.quick)
-    bounds = np.array([analysis.l2sam_thresholds(MU, float(r_)) for r_ in rhos])  # (n, 3)
-    return dict(
-        alpha=alphas,
-        rho=rhos,
-        regime=ds["code"].values,
-        rho_b=rho_b,
-        crit=crit,
-        direct=direct,
-        bounds=bounds,
-    )
-
-
-def _regime_legend(ax, present, extra=()):
-    handles = [
-        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", label=REGIME_NAMES[k])
-        for k in range(4)
-        if k in present
-    ]
-    ax.legend(
-        handles=[*handles, *extra], loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
-    )
 
 
 def _pcolor_classes(ax, x, y, cls):
     cmap, norm = regime_cmap()
-    return ax.pcolormesh(x, y, cls, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
+    return ax.pcolormesh(
+        cell_edges(x), cell_edges(y), cls, cmap=cmap, norm=norm, shading="flat", rasterized=True
+    )
+
+
+def _regime_handles(present):
+    return [
+        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", lw=0.5, label=REGIME_NAMES[k])
+        for k in range(len(REGIME_NAMES))
+        if k in present
+    ]
+
+
+# --- figure 1: the regimes against depth, and the rays of the (ρ, α) plane --------------
+
+K_TICKS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+K_STYLE = {
+    "collapse": dict(marker="o", ls="-", color="k", mfc="w", mec="k", ms=3.5, lw=0.9),
+    "direct": dict(marker="s", ls="-", color="k", mfc="w", mec="k", ms=3.2, lw=0.9),
+}
+SYMPY_STYLE = {
+    "all_shrink": dict(marker=">", ls="", mfc="w", mec="k", ms=4, mew=0.7),
+    "all_grow": dict(marker=">", ls="", mfc="k", mec="k", ms=4, mew=0.7),
+    "direct": dict(marker="D", ls="", mfc="w", mec="k", ms=3.2, mew=0.7),
+}
+K_LABELS = {
+    "collapse": r"$k_c=\alpha_c/\rho$ (collapse below)",
+    "direct": r"$k_{\rm direct}$ (direct above)",
+}
+SYMPY_LABELS = {
+    "all_shrink": r"$L=2$ bound: all shrink, collapse below",
+    "all_grow": r"$L=2$ bound: all grow, escape above",
+    "direct": r"$L=2$ closed form $\alpha_{\rm direct}/\rho$",
+}
+
+
+def compute_regime_map(ctx: Context) -> dict:
+    depths, k, code = depth_phase(ctx)
+    n = ctx.pick(24, 6)
+    alpha, rho = np.geomspace(1e-2, 1.0, n), np.geomspace(1e-2, 1.0, n)
+    ctx.log("regimes over (ρ, α) at L = 2, beside the boundary searches")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        plane = pool.submit(_phase, ctx, flows.L2SAM(1.0), alpha=alpha, rho=rho)
+        ks = boundaries(ctx)
+        plane = plane.result()["code"].values
+    return dict(
+        depths=np.array(depths),
+        k=k,
+        code=code,  # (depth, k)
+        k_c=np.array([ks[L][0] for L in depths]),
+        k_direct=np.array([ks[L][1] for L in depths]),
+        bounds=np.array(analysis.l2sam_thresholds(MU, 1.0)),  # at ρ = 1: k's of L = 2
+        alpha=alpha,
+        rho=rho,
+        plane=plane,  # (alpha, rho)
+    )
+
+
+def _k_mark(ax, x, k, kind, half=0.42):
+    """A boundary k at depth column x: a segment across the column, a marker at its centre."""
+    style = K_STYLE[kind]
+    ax.plot([x - half, x + half], [k, k], ls="-", color="k", lw=style["lw"], zorder=3)
+    ax.plot([x], [k], **{**style, "ls": ""}, zorder=4)
 
 
 def draw_regime_map(data: dict):
-    fig = new_figure(5.5, 3.2)
-    ax = fig.add_subplot()
-    rho, alpha = data["rho"], data["alpha"]
-    _pcolor_classes(ax, rho, alpha, data["regime"])
-    b = data["bounds"]
-    ax.plot(rho, b[:, 0], "--", color="k", lw=1)
-    ax.plot(rho, b[:, 1], ":", color="k", lw=1.2)
-    ax.plot(rho, b[:, 2], "-", color=OKABE_ITO["vermillion"], lw=1)
-    ok = np.isfinite(data["crit"])
-    ax.plot(data["rho_b"][ok], data["crit"][ok], "o", mfc="w", mec="k", ms=5)
-    ok = np.isfinite(data["direct"])
-    ax.plot(data["rho_b"][ok], data["direct"][ok], "s", mfc="w", mec=OKABE_ITO["vermillion"], ms=5)
+    fig = new_figure(FULL_WIDTH, 2.75)
+    ax, bx = fig.subplots(1, 2, width_ratios=[2.1, 1])
+    depths, k = data["depths"], data["k"]
+    cmap, norm = regime_cmap()
+    edges = cell_edges(k)
+    for i, L in enumerate(depths):
+        ax.pcolormesh(
+            [L - 0.34, L + 0.34],
+            edges,
+            data["code"][i][:, None],
+            cmap=cmap,
+            norm=norm,
+            shading="flat",
+            rasterized=True,
+        )
+        for kind, values in (("collapse", data["k_c"]), ("direct", data["k_direct"])):
+            if np.isfinite(values[i]):
+                _k_mark(ax, L, values[i], kind)
+    if 2 in depths:
+        for name, value in zip(("all_shrink", "all_grow", "direct"), data["bounds"], strict=True):
+            ax.plot([1.5], [value], **SYMPY_STYLE[name], zorder=4)
     ax.set(
+        yscale="log",
+        xlim=(1.35, depths[-1] + 0.5),
+        ylim=(edges[0], edges[-1]),
+        xticks=depths,
+        xlabel=r"depth $L$ (odd $L$: no collapse, no $k_c$)",
+        ylabel=r"$\alpha/\rho$",
+        title=r"$\ell_2$-SAM, $\mu=(1,\dots,5)$: regimes against depth",
+    )
+    ax.tick_params(axis="x", length=0)
+    plain_log_ticks(ax, "y")
+    ax.set_yticks(K_TICKS, [f"{t:g}" for t in K_TICKS])
+
+    alpha, rho = data["alpha"], data["rho"]
+    _pcolor_classes(bx, rho, alpha, data["plane"])
+    line = np.array([rho[0] / 2, rho[-1] * 2])
+    k_l2 = {"collapse": data["k_c"][0], "direct": data["k_direct"][0]}  # depths start at 2
+    for kind, kv in k_l2.items():
+        bx.plot(line, kv * line, **{**K_STYLE[kind], "marker": None})
+        bx.plot(
+            rho[[len(rho) // 6, len(rho) // 2]],
+            kv * rho[[len(rho) // 6, len(rho) // 2]],
+            **{**K_STYLE[kind], "ls": ""},
+        )
+    bx.set(
         xscale="log",
         yscale="log",
-        xlabel=r"SAM radius $\rho$",
-        ylabel=r"initialisation scale $\alpha$",
-        xlim=(rho[0], rho[-1]),
-        ylim=(alpha[0], alpha[-1]),
-        title=r"$\ell_2$-SAM, $L=2$, $\mu=(1,\dots,5)$: regimes of the rescaled flow",
+        xlim=(cell_edges(rho)[0], cell_edges(rho)[-1]),
+        ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
+        xlabel=r"$\rho$",
+        ylabel=r"$\alpha$",
+        title=r"$L=2$: rays $\alpha=k\rho$",
+        aspect="equal",
     )
-    extra = [
-        Line2D([], [], ls="--", color="k", label=r"sympy: all shrink ($\alpha\leq$, collapse)"),
-        Line2D([], [], ls=":", color="k", label=r"sympy: all grow ($\alpha\geq$, escape)"),
-        Line2D(
-            [], [], color=OKABE_ITO["vermillion"], label=r"sympy: $\alpha_{\rm direct}$ (exact)"
-        ),
-        Line2D([], [], ls="", marker="o", mfc="w", mec="k", label=r"critical_alpha $\alpha_c$"),
-        Line2D(
-            [], [], ls="", marker="s", mfc="w", mec=OKABE_ITO["vermillion"], label="direct_alpha"
-        ),
+    plain_log_ticks(bx)
+    panel_labels([ax, bx])
+    present = set(np.unique(data["code"]).tolist()) | set(np.unique(data["plane"]).tolist())
+    handles = [
+        *_regime_handles(present),
+        *(Line2D([], [], **K_STYLE[kind], label=K_LABELS[kind]) for kind in K_STYLE),
+        *(Line2D([], [], **SYMPY_STYLE[n], label=SYMPY_LABELS[n]) for n in SYMPY_STYLE),
     ]
-    _regime_legend(ax, set(np.unique(data["regime"]).tolist()), extra)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=3,
+        handlelength=1.6,
+        columnspacing=1.2,
+    )
     return fig
 
 
-# --- figures 2, 6, 7: α–τ maps coloured by j†(τ) ----------------------------------------
+# --- figures 2 and 6: α against the clock, coloured by j† -------------------------------
 
 
 def _path_sweep(ctx, alphas, s, depths, kind):
@@ -200,166 +356,362 @@ def _path_sweep(ctx, alphas, s, depths, kind):
 
 
 def _quick_path_point(alpha, s, depth=2, kind="l2"):
-    """:func:`path_point` on a coarse τ grid (the quick figures)."""
+    """:func:`path_point` on a coarse clock grid (the quick figures)."""
     return path_point(alpha, s, depth, kind, n_tau=60)
 
 
-def _switch_marks(method, alphas, depth):
-    """Switch times of analysis.regime_path at a few α (NaN-padded rows) and their j† after."""
-    alphas = np.asarray(alphas, dtype=float)
-    times = np.full((alphas.size, 8), np.nan)
-    after = np.full((alphas.size, 8), -1)
-    for i, a in enumerate(alphas):
-        try:
-            p = analysis.regime_path(method, MU, float(a), depth, collapse_tol=COLLAPSE_TOL)
-        except Exception:  # noqa: BLE001 - a failed reference run is left out of the overlay
-            continue
-        k = min(len(p.times), len(p.sequence) - 1, 8)
-        times[i, :k] = p.times[:k]
-        after[i, :k] = p.sequence[1 : k + 1]
-    return times, after
+def _check_rows(r, alphas, depths):
+    """Every row is drawn as far as its run went: it ends by collapse or escape inside the axis,
+    or it runs past the axis' end (at the τ budget or the step budget); a row cut short by
+    anything else (a solver failure, the step budget inside the axis) is an error, not white."""
+    status, s_end = r["status"], r["s_end"]
+    axis_end = np.array([TAU_MAX[L] for L in depths]).reshape(-1, 1, 1, 1)
+    ok = np.isin(status, [flows.Status.COLLAPSED, flows.Status.ESCAPED]) | (
+        np.isin(status, [flows.Status.OK, flows.Status.MAX_STEPS])
+        & (s_end >= axis_end * (1 - 1e-12))
+    )
+    if not np.all(ok):
+        d, _, i, _ = (int(v[0]) for v in np.nonzero(~ok))
+        raise RuntimeError(
+            f"j† map: the run at L = {depths[d]}, α = {alphas[i]:.6g} ended with status "
+            f"{flows.Status.name(int(status[d, 0, i, 0]))!r} at s = {float(s_end[d, 0, i, 0]):.4g}"
+            f", before the axis' end {TAU_MAX[depths[d]]:g}; raise MAX_STEPS or T1."
+        )
+
+
+def _switch_marks(alphas, targets, depth, row_tau, row_end, grid):
+    r"""Every switch of :func:`analysis.regime_path` at the map rows nearest to ``targets``.
+
+    Returns the rows' indices and ``(rows, switches)`` arrays, padded with NaN / -1 / False: the
+    switch times τ, their clock values (interpolated on the row's own τ(s), which ends at
+    ``row_end`` = (s_end, t_end)), :math:`j^\dagger` after each switch, and ``late``: the switch
+    comes after the row's run stopped in the blow-up (a time past t_end, or NaN: decided by the
+    q-order theorem below the resolution of float64): placed just past the row's end, in order,
+    a factor ``LATE_STEP`` apart.
+    """
+    rows = np.unique([int(np.argmin(np.abs(np.log(alphas / t)))) for t in targets])
+    paths = [
+        analysis.regime_path(
+            flows.L2SAM(1.0), MU, float(alphas[i]), depth, collapse_tol=COLLAPSE_TOL
+        )
+        for i in rows
+    ]
+    width = max([len(p.times) for p in paths] + [1])
+    times = np.full((rows.size, width), np.nan)
+    clock = np.full((rows.size, width), np.nan)
+    after = np.full((rows.size, width), -1)
+    late = np.zeros((rows.size, width), dtype=bool)
+    for m, (i, p) in enumerate(zip(rows, paths, strict=True)):
+        ok = np.isfinite(row_tau[i])
+        s_end, t_end = row_end[0][i], row_end[1][i]
+        n = len(p.times)
+        times[m, :n] = p.times
+        late[m, :n] = ~(p.times <= t_end)
+        inside = np.interp(p.times, np.r_[row_tau[i][ok], t_end], np.r_[grid[ok], s_end])
+        # after the end, in their order: they happen at some s > s_end that was not computed
+        clock[m, :n] = np.where(late[m, :n], s_end * LATE_STEP ** np.cumsum(late[m, :n]), inside)
+        after[m, :n] = p.sequence[1:]
+        if n and not clock[m, n - 1] < grid[-1]:
+            raise RuntimeError(
+                f"j† map, L = {depth}: the last switch at α = {alphas[i]:.6g} is at clock "
+                f"{clock[m, n - 1]:.4g}, past the axis' end {grid[-1]:g}; mark another α."
+            )
+    return rows, times, clock, after, late
+
+
+def _marks_of(r, d, alphas, targets, depth, grid):
+    """:func:`_switch_marks` of the ``d``-th depth of a :func:`_path_sweep` result."""
+    return _switch_marks(
+        alphas,
+        targets,
+        depth,
+        r["tau"][d, 0, :, 0],
+        (r["s_end"][d, 0, :, 0], r["t_end"][d, 0, :, 0]),
+        grid,
+    )
+
+
+MINOR_MARKS = (0.36, 0.42, 0.5, 0.6, 0.7, 0.85)
+
+
+def depth_paths(ctx: Context):
+    """``(alphas, depths, r)``: the :func:`path_point` sweep of ℓ2-SAM at ρ = 1 over α and the
+    depths, every row checked by :func:`_check_rows` (figures 2 and 6 share it)."""
+    alphas, depths = np.geomspace(0.1, 3.0, ctx.pick(*N_PATH)), ctx.pick(*PATH_DEPTHS)
+    r = _path_sweep(ctx, alphas, 1.0, depths, "l2")
+    _check_rows(r, alphas, depths)
+    return alphas, depths, r
+
+
+MINOR_RANGE = (0.25, 1.2)  # α of figure 2: collapse, sequential and direct rows
 
 
 def compute_minor_first(ctx: Context) -> dict:
-    alphas = np.geomspace(0.2, 1.5, ctx.pick(256, 24))
-    r = _path_sweep(ctx, alphas, 1.0, [2], "l2")
-    marks = np.array(ctx.pick([0.36, 0.42, 0.5, 0.6, 0.7, 0.8, 0.85], []))
+    alphas, _, r = depth_paths(ctx)
+    shown = (alphas >= MINOR_RANGE[0]) & (alphas <= MINOR_RANGE[1])
+    alphas, r = alphas[shown], {key: v[:1, :, shown] for key, v in r.out.items()}
+    grid = tau_grid(2, r["jdag"].shape[-1])
     ctx.log("switch times (analysis.regime_path) and boundaries")
-    times, after = _switch_marks(flows.L2SAM(1.0), marks, 2)
-    crit, direct = _boundaries(flows.L2SAM, [1.0], 2, ctx.quick)
-    bounds = np.array(analysis.l2sam_thresholds(MU, 1.0))
+    rows, times, clock, after, late = _marks_of(
+        r, 0, alphas, ctx.pick(MINOR_MARKS, (0.36, 0.6)), 2, grid
+    )
+    k_c, k_direct = boundaries(ctx)[2]
     return dict(
         alpha=alphas,
-        tau=tau_grid(2, r["jdag"].shape[-1]),
+        tau=grid,
         jdag=r["jdag"][0, 0, :, 0],
-        marks=marks,
+        mark_rows=rows,
         switch_times=times,
+        switch_clock=clock,
         switch_after=after,
-        crit=crit[0],
-        direct=direct[0],
-        bounds=bounds,
+        switch_late=late,
+        k_c=np.array(k_c),
+        k_direct=np.array(k_direct),
+        bounds=np.array(analysis.l2sam_thresholds(MU, 1.0)),
     )
 
 
 def _index_map(ax, tau, alpha, jdag, d=MU.size):
     cmap, norm = index_cmap(d)
-    return ax.pcolormesh(tau, alpha, jdag, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
+    return ax.pcolormesh(
+        cell_edges(tau),
+        cell_edges(alpha),
+        jdag,
+        cmap=cmap,
+        norm=norm,
+        shading="flat",
+        rasterized=True,
+    )
 
 
-def _index_legend(fig, d=MU.size, white="run ended (escape)", extra=()):
-    """The j† colour legend (and ``extra`` handles), outside the axes at the figure's right."""
+def _index_legend(fig, d=MU.size, white="run ended (escape)", extra=(), present=None, below=False):
+    """The j† colour legend, 1-based (and ``extra`` handles), outside the axes at the right (or
+    ``below`` them, in columns).
+
+    ``present``: the codes drawn (-2 collapsed, -1 run ended, 0..d-1); default all.
+    """
     cmap, _ = index_cmap(d)
+    names = {0: " (minor)", d - 1: " (major)"}
+    labels = {k: f"$j^\\dagger={k + 1}$" + names.get(k, "") for k in range(d)}
+    labels.update({-2: "collapsed", -1: white})
     handles = [
-        Patch(facecolor=cmap(k + 2), edgecolor="0.3", label=f"$j^\\dagger={k + 1}$")
-        for k in range(d)
+        Patch(facecolor=cmap(k + 2), edgecolor="0.3", lw=0.5, label=labels[k])
+        for k in [*range(d), -2, -1]
+        if present is None or k in present
     ]
-    handles += [
-        Patch(facecolor=cmap(0), edgecolor="0.3", label="collapsed"),
-        Patch(facecolor=cmap(1), edgecolor="0.3", label=white),
+    where = dict(loc="outside lower center", ncols=4) if below else dict(loc="outside right center")
+    fig.legend(handles=[*extra, *handles], handlelength=1.4, **where)
+
+
+def _draw_marks(ax, alphas, rows, clock, after, late):
+    """One marker per switch, filled with the colour of j† after it: a dot at its time, a
+    diamond past the row's end for a switch after the run stopped in the blow-up."""
+    cmap, _ = index_cmap(MU.size)
+    for i, ss, js, lt in zip(rows, clock, after, late, strict=True):
+        for shown, marker in ((~lt, "o"), (lt, "D")):
+            shown = shown & (js >= 0)
+            ax.scatter(
+                ss[shown],
+                np.full(shown.sum(), alphas[i]),
+                c=[cmap(j + 2) for j in js[shown]],
+                marker=marker,
+                s=16 if marker == "o" else 13,
+                edgecolors="k",
+                linewidths=0.6,
+                zorder=4,
+                clip_on=False,
+            )
+
+
+def _boundary_lines(ax, k_c, k_direct):
+    if np.isfinite(k_c):
+        ax.axhline(k_c, color="k", ls="-", lw=0.9)
+    ax.axhline(k_direct, color="k", ls="--", lw=0.9)
+
+
+def _line_handles(with_grow=False, late=False):
+    handles = [
+        Line2D([], [], color="k", ls="-", lw=0.9, label=r"$\alpha_c$"),
+        Line2D([], [], color="k", ls="--", lw=0.9, label=r"$\alpha_{\rm direct}$"),
     ]
-    fig.legend(handles=[*extra, *handles], loc="outside right center", frameon=False)
+    if with_grow:
+        handles.append(Line2D([], [], color="k", ls=":", lw=0.9, label=r"all grow ($L=2$ bound)"))
+    handles.append(
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="o",
+            mfc="0.8",
+            mec="k",
+            mew=0.6,
+            ms=4,
+            label="switch of $j^\\dagger$\n(colour: after it)",
+        )
+    )
+    if late:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker="D",
+                mfc="0.8",
+                mec="k",
+                mew=0.6,
+                ms=3.5,
+                label="switch after the\nrun stopped",
+            )
+        )
+    return handles
 
 
 def draw_minor_first(data: dict):
-    fig = new_figure(5.5, 3.2)
+    fig = new_figure(FULL_WIDTH, 2.7)
     ax = fig.add_subplot()
-    _index_map(ax, data["tau"], data["alpha"], data["jdag"])
-    cmap, _ = index_cmap(MU.size)
-    for a, ts, js in zip(data["marks"], data["switch_times"], data["switch_after"], strict=True):
-        ok = np.isfinite(ts)
-        ax.scatter(
-            ts[ok],
-            np.full(ok.sum(), a),
-            c=[cmap(j + 2) for j in js[ok]],
-            marker="o",
-            s=28,
-            edgecolors="k",
-            linewidths=0.8,
-            zorder=3,
-        )
-    b = data["bounds"]
-    for y, style, label in (
-        (float(data["crit"]), "-", r"$\alpha_c$ (critical_alpha)"),
-        (b[2], "--", r"$\alpha_{\rm direct}$ (sympy, exact)"),
-        (b[1], ":", r"all grow (sympy bound)"),
-    ):
-        if np.isfinite(y):
-            ax.axhline(y, color="k", ls=style, lw=1, label=label)
+    tau, alpha = data["tau"], data["alpha"]
+    _index_map(ax, tau, alpha, data["jdag"])
+    _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))
+    ax.axhline(data["bounds"][1], color="k", ls=":", lw=0.9)
+    _draw_marks(
+        ax,
+        alpha,
+        data["mark_rows"],
+        data["switch_clock"],
+        data["switch_after"],
+        data["switch_late"],
+    )
     ax.set(
-        yscale="log",
-        xlabel=r"rescaled time $\tau$",
-        ylabel=r"initialisation scale $\alpha$ ($\rho=1$)",
         xscale="log",
-        xlim=(data["tau"][0], data["tau"][-1]),
-        ylim=(data["alpha"][0], data["alpha"][-1]),
-        title=r"Minor first, major last: $j^\dagger(\tau)$ of $\ell_2$-SAM, $L=2$, "
-        r"$\mu=(1,\dots,5)$",
+        yscale="log",
+        xlim=(cell_edges(tau)[0], cell_edges(tau)[-1]),
+        ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
+        xlabel=r"rescaled time $\tau$",
+        ylabel=r"$\alpha$ ($\rho=1$)",
+        title=r"$\ell_2$-SAM, $L=2$, $\mu=(1,\dots,5)$: dominant index $j^\dagger(\tau)$ "
+        r"(1-based)",
     )
-    lines, _ = ax.get_legend_handles_labels()
-    dot = Line2D(
-        [], [], ls="", marker="o", mfc="w", mec="k", label="switch times\n(analysis.regime_path)"
-    )
-    _index_legend(fig, extra=[*lines, dot])
+    plain_log_ticks(ax)
+    _alpha_ticks(ax, alpha)
+    present = set(np.unique(data["jdag"]).tolist())
+    _index_legend(fig, extra=_line_handles(with_grow=True), present=present | set(range(5)))
     return fig
 
 
+def _alpha_ticks(ax, alpha):
+    """Plain decimal ticks on a log α axis that spans less than two decades."""
+    ticks = [t for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 2.0, 3.0) if alpha[0] <= t <= alpha[-1]]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+
+
+DEPTH_MARKS = {2: (0.36, 0.5, 0.7), 3: (0.1, 0.2, 0.35, 0.5), 4: (0.23, 0.3, 0.5)}
+DEPTH_MARKS_QUICK = {2: (0.5,), 3: (0.1,), 4: (0.3,)}
+
+
 def compute_depth(ctx: Context) -> dict:
-    alphas = np.geomspace(0.1, 3.0, ctx.pick(192, 20))
-    depths = [2, 3, 4]
-    r = _path_sweep(ctx, alphas, 1.0, depths, "l2")
-    ctx.log("critical_alpha per depth")
-    crit = [_boundaries(flows.L2SAM, [1.0], L, ctx.quick)[0][0] for L in depths]
-    jd = r["jdag"][:, 0, :, 0]  # (depth, alpha, tau)
+    alphas, depths, r = depth_paths(ctx)
+    n = r["jdag"].shape[-1]
+    ctx.log("switch times (analysis.regime_path) and boundaries per depth")
+    marks = [
+        _marks_of(r, d, alphas, ctx.pick(DEPTH_MARKS, DEPTH_MARKS_QUICK)[L], L, tau_grid(L, n))
+        for d, L in enumerate(depths)
+    ]
+    height, width = max(m[0].size for m in marks), max(m[1].shape[1] for m in marks)
+
+    def stack(k, fill):  # NaN- / -1-padded to (depth, rows, switches)
+        return np.stack(
+            [
+                np.pad(
+                    m[k],
+                    ((0, height - m[k].shape[0]), (0, width - m[k].shape[1])),
+                    constant_values=fill,
+                )
+                for m in marks
+            ]
+        )
+
+    ks = boundaries(ctx)
     return dict(
         alpha=alphas,
         depths=np.array(depths),
-        jdag=jd,
-        crit=np.array(crit),
-        status=r["status"][:, 0, :, 0],
         tau_max=np.array([TAU_MAX[L] for L in depths]),
+        jdag=r["jdag"][:, 0, :, 0],  # (depth, alpha, clock)
+        status=r["status"][:, 0, :, 0],
+        mark_rows=np.stack(
+            [np.pad(m[0], (0, height - m[0].size), constant_values=-1) for m in marks]
+        ),
+        switch_times=stack(1, np.nan),
+        switch_clock=stack(2, np.nan),
+        switch_after=stack(3, -1),
+        switch_late=stack(4, False),
+        k_c=np.array([ks[L][0] for L in depths]),
+        k_direct=np.array([ks[L][1] for L in depths]),
     )
 
 
 def draw_depth(data: dict):
     depths = data["depths"]
-    fig = new_figure(5.5, 2.2)
+    fig = new_figure(FULL_WIDTH, 3.3)
     axes = fig.subplots(1, len(depths), sharey=True)
-    for k, (ax, L) in enumerate(zip(axes, depths, strict=True)):
-        jd = data["jdag"][k]
-        tau = np.geomspace(TAU_MIN, data["tau_max"][k], jd.shape[-1])
-        _index_map(ax, tau, data["alpha"], jd)
-        if np.isfinite(data["crit"][k]):
-            ax.axhline(data["crit"][k], color="k", lw=1, label=r"$\alpha_c$ (critical_alpha)")
-            ax.legend(loc="upper right", framealpha=0.9)
+    alpha = data["alpha"]
+    for i, (ax, L) in enumerate(zip(axes, depths, strict=True)):
+        jd = data["jdag"][i]
+        clock = np.geomspace(TAU_MIN, data["tau_max"][i], jd.shape[-1])
+        _index_map(ax, clock, alpha, jd)
+        _boundary_lines(ax, data["k_c"][i], data["k_direct"][i])
+        rows = data["mark_rows"][i]
+        keep = rows >= 0
+        _draw_marks(
+            ax,
+            alpha,
+            rows[keep],
+            data["switch_clock"][i][keep],
+            data["switch_after"][i][keep],
+            data["switch_late"][i][keep],
+        )
         ax.set(
             xscale="log",
             yscale="log",
-            xlabel=r"rescaled time $\tau$",
-            title=f"$L={L}$",
-            xlim=(tau[0], tau[-1]),
+            xlim=(cell_edges(clock)[0], cell_edges(clock)[-1]),
+            ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
+            title=f"$L={L}$" + ("" if np.isfinite(data["k_c"][i]) else r" (no $\alpha_c$)"),
+            xlabel=r"$s=\tau$" if L == 2 else r"$s$",
         )
-    axes[0].set_ylabel(r"initialisation scale $\alpha$ ($\rho=1$)")
-    _index_legend(fig, white="run ended (escape / blow-up)")
+        plain_log_ticks(ax)
+    _alpha_ticks(axes[0], alpha)
+    axes[0].set_ylabel(r"$\alpha$ ($\rho=1$)")
     fig.suptitle(
-        r"Depth: $j^\dagger(\tau)$ of $\ell_2$-SAM, $\mu=(1,\dots,5)$, $\rho=1$", fontsize=9
+        r"$\ell_2$-SAM, $\mu=(1,\dots,5)$, $\rho=1$: $j^\dagger$ (1-based) against the clock $s$, "
+        r"$ds=(\Vert\theta\Vert/\Vert\theta_0\Vert)^{L-2}d\tau$"
+        "\n"
+        r"($s=\tau$ at $L=2$; the finite-$\tau$ blow-up of $L\geq3$ is at $s=\infty$)",
+        fontsize=8,
     )
+    panel_labels(axes)
+    present = set(np.unique(data["jdag"]).tolist()) | set(range(MU.size))
+    white = "run stopped in the\n" r"blow-up: $\Vert\theta\Vert=10^4\Vert\theta_0\Vert$"
+    late = bool(np.any(data["switch_late"]))
+    _index_legend(fig, white=white, extra=_line_handles(late=late), present=present, below=True)
     return fig
 
 
 FIGURES = [
     FigureSpec(
         "regime_map",
-        "ℓ2-SAM regime map over (α, ρ), L = 2, μ = (1..5), with critical_alpha and sympy bounds",
+        "ℓ2-SAM regimes against depth L = 2..8 over α/ρ, with k_c, k_direct and the (ρ, α) rays",
         compute_regime_map,
         draw_regime_map,
     ),
     FigureSpec(
         "minor_first",
-        "α against rescaled time τ coloured by j†(τ) at ρ = 1 (minor first, major last)",
+        "α against rescaled time τ coloured by j†(τ) at ρ = 1, L = 2, every switch marked",
         compute_minor_first,
         draw_minor_first,
     ),
 ]
 DEPTH = FigureSpec(
-    "depth", "j†(τ) maps of ℓ2-SAM for L = 2, 3, 4 with α_c per depth", compute_depth, draw_depth
+    "depth",
+    "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per depth",
+    compute_depth,
+    draw_depth,
 )

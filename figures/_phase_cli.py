@@ -33,6 +33,7 @@ from ._common import (
     REGIME_COLORS,
     REGIME_NAMES,
     STYLE,
+    cell_edges,
     check_folder,
     new_figure,
     regime_cmap,
@@ -381,14 +382,6 @@ def compute(cfg: dict, *, progress: bool = True):
     return ds
 
 
-def _edges(x, log: bool):
-    """Cell edges around the grid values (geometric midpoints on a log axis)."""
-    t = np.log(x) if log else np.asarray(x, dtype=float)
-    mid = (t[1:] + t[:-1]) / 2
-    e = np.concatenate([[2 * t[0] - mid[0]], mid, [2 * t[-1] - mid[-1]]])
-    return np.exp(e) if log else e
-
-
 def _number(x) -> str:
     return f"{float(x):g}"
 
@@ -426,8 +419,8 @@ def _draw(ds, width):
     for name, vals in ((x_name, x), (y_name, y)):
         logs[name] = name != "depth" and vals.max() / vals.min() >= 10
     ax.pcolormesh(
-        _edges(x, logs[x_name]),
-        _edges(y, logs[y_name]),
+        cell_edges(x, logs[x_name]),
+        cell_edges(y, logs[y_name]),
         code,
         cmap=cmap,
         norm=norm,

@@ -61,8 +61,9 @@ def test_l2sam_matches_a_scipy_integration_of_the_reduced_flow(depth, alpha, sta
     against an adaptive scipy quadrature of its norm ratio, to the trapezoid's accuracy (the
     ratio ‖θ‖/‖θ₀‖ grows to 10 or falls to 1e-3)."""
     mu, rho = np.array([1.0, 2.0, 3.0]), 1.0
-    traj = _solve(flows.L2SAM(rho), mu, alpha, depth, t1=500.0, escape_tol=10.0,
-                  collapse_tol=1e-3, rtol=1e-12)  # fmt: skip
+    traj = _solve(
+        flows.L2SAM(rho), mu, alpha, depth, t1=500.0, escape_tol=10.0, collapse_tol=1e-3, rtol=1e-12
+    )
     assert traj.status_name == status
     clock = analysis.norm_clock(traj)
     tau, first = np.unique(np.asarray(clock.tau), return_index=True)  # the end repeats t_end
@@ -85,8 +86,16 @@ def test_traceable_under_jit_and_vmap():
     mu = flows.single_example([1.0, 2.0])
 
     def s_end(alpha):
-        traj = flows.solve(flows.GD(), mu, flows.balanced_init(alpha, 3, 2), t1=10.0,
-                           rescaled=True, dense=True, escape_tol=1e3, max_steps=2048)  # fmt: skip
+        traj = flows.solve(
+            flows.GD(),
+            mu,
+            flows.balanced_init(alpha, 3, 2),
+            t1=10.0,
+            rescaled=True,
+            dense=True,
+            escape_tol=1e3,
+            max_steps=2048,
+        )
         return analysis.norm_clock(traj, n=512).s[-1]
 
     alphas = jnp.array([0.3, 0.6])
@@ -99,8 +108,13 @@ def test_bad_input_is_refused():
     traj = _solve(flows.GD(), [1.0, 2.0], 0.5, 3, t1=0.1)
     with pytest.raises(WrongTypeError, match="`traj` must be a flows.Trajectory"):
         analysis.norm_clock("trajectory")
-    sparse = flows.solve(flows.GD(), flows.single_example([1.0, 2.0]),
-                         flows.balanced_init(0.5, 3, 2), t1=0.1, rescaled=True)  # fmt: skip
+    sparse = flows.solve(
+        flows.GD(),
+        flows.single_example([1.0, 2.0]),
+        flows.balanced_init(0.5, 3, 2),
+        t1=0.1,
+        rescaled=True,
+    )
     with pytest.raises(ValueError, match="dense output"):
         analysis.norm_clock(sparse)
     with pytest.raises(ValueError, match="`n`"):
@@ -108,8 +122,15 @@ def test_bad_input_is_refused():
     for first in (0.0, 0.5, "0.1", True):
         with pytest.raises(ValueError, match="`first`"):
             analysis.norm_clock(traj, first=first)
-    batch = jax.vmap(lambda a: flows.solve(flows.GD(), flows.single_example([1.0, 2.0]),
-                                           flows.balanced_init(a, 3, 2), t1=0.1, rescaled=True,
-                                           dense=True))(jnp.array([0.5, 0.6]))  # fmt: skip
+    batch = jax.vmap(
+        lambda a: flows.solve(
+            flows.GD(),
+            flows.single_example([1.0, 2.0]),
+            flows.balanced_init(a, 3, 2),
+            t1=0.1,
+            rescaled=True,
+            dense=True,
+        )
+    )(jnp.array([0.5, 0.6]))
     with pytest.raises(ValueError, match="single trajectory"):
         analysis.norm_clock(batch)

@@ -1,19 +1,16 @@
 """Figures (issue 5): the quick CLI run writes every file, the drawn data agree with the
 analysis functions at spot-checked points, and redrawing from saved data solves nothing.
 
-The sweep cache itself (hit, miss, resume after a kill) is tested in tests/test_sweep.py; the
-path figures (trajectories, linf_limits, discrete) in tests/test_figures_paths.py.
+The regime, minor-first and depth maps are spot-checked in tests/test_figures_maps.py; the path
+figures (trajectories, linf_limits, discrete) in tests/test_figures_paths.py; the sweep cache
+itself (hit, miss, resume after a kill) in tests/test_sweep.py.
 """
 
-import numpy as np
 import pytest
 
 import analysis
 import figures
 import flows
-from figures import _maps
-
-MU = np.arange(1.0, 6.0)
 
 
 @pytest.fixture(scope="module")
@@ -47,47 +44,6 @@ def test_cli_help_lists_every_figure(capsys):
 def test_unknown_figure_is_an_error():
     with pytest.raises(SystemExit):
         figures.main(["no_such_figure", "--quiet"])
-
-
-def test_regime_map_agrees_with_analysis_regime(quick_run):
-    """At the grid point nearest to α/ρ = 0.05, 0.6 and 5 (well inside each regime)."""
-    _, cache = quick_run
-    data = _data(cache, "regime_map")
-    cls = data["regime"]  # (alpha, rho)
-    log_ratio = np.log(data["alpha"][:, None] / data["rho"][None, :])
-    names = {0: "collapse", 1: "sequential", 2: "direct"}
-    for ratio, expected in ((0.05, "collapse"), (0.6, "sequential"), (5.0, "direct")):
-        i, j = np.unravel_index(np.argmin(np.abs(log_ratio - np.log(ratio))), cls.shape)
-        alpha, rho = float(data["alpha"][i]), float(data["rho"][j])
-        got = analysis.regime(flows.L2SAM(rho), MU, alpha, collapse_tol=_maps.COLLAPSE_TOL)
-        assert got == expected == names[int(cls[i, j])], (alpha, rho)
-
-
-def test_regime_map_boundaries_follow_the_closed_form(quick_run):
-    """Each row α/ρ above the exact α_direct ray is direct; below the all-shrink bound, collapse."""
-    _, cache = quick_run
-    data = _data(cache, "regime_map")
-    ratio = data["alpha"][:, None] / data["rho"][None, :]
-    k = np.array(analysis.l2sam_thresholds(MU, 1.0))  # thresholds scale with ρ
-    assert np.all(data["regime"][ratio > 1.05 * k[2]] == 2)
-    assert np.all(data["regime"][ratio < k[0]] == 0)
-    assert np.all(data["regime"][(ratio > k[1]) & (ratio < 0.95 * k[2])] == 1)
-
-
-def test_minor_first_map_agrees_with_switch_times(quick_run):
-    _, cache = quick_run
-    data = _data(cache, "minor_first")
-    i = int(np.argmin(np.abs(data["alpha"] - 0.5)))  # a sequential row
-    alpha = float(data["alpha"][i])
-    path = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, collapse_tol=_maps.COLLAPSE_TOL)
-    assert path.regime == "sequential"
-    tau, row = data["tau"], data["jdag"][i]
-    edges = np.concatenate([[0.0], path.times, [np.inf]])
-    expected = np.array(path.sequence)[np.searchsorted(edges, tau, side="right") - 1]
-    # away from the switch times (within 1% of τ) the map's j† is the one analysis finds
-    near = np.any(np.abs(tau[:, None] - path.times[None, :]) < 0.01 * tau[:, None], axis=1)
-    reached = row >= 0
-    assert np.array_equal(row[reached & ~near], expected[reached & ~near])
 
 
 def test_redraw_solves_nothing(quick_run, tmp_path, monkeypatch):

@@ -1,0 +1,223 @@
+r"""Figures 1, 2 and 6 (issue 12): the regimes against depth, the minor-first map, the depth maps.
+
+Each quick figure's data are checked against :mod:`analysis` where they are most likely to be
+wrong: the grid cells on both sides of every change of regime, the map rows on both sides of
+:math:`\alpha_c` and :math:`\alpha_{direct}`, and the map colours on both sides of every switch
+time of :func:`analysis.regime_path`. Independent sources: the sympy thresholds of
+:func:`analysis.l2sam_thresholds` at :math:`L=2` (:math:`\alpha_{direct}` exact, the collapse and
+escape bounds sufficient) and the scale invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,
+\lambda\rho)` of the rescaled flow (science.md §5).
+"""
+
+import numpy as np
+import pytest
+
+import analysis
+import figures
+import flows
+from figures import _maps
+
+MU = np.arange(1.0, 6.0)
+NAMES = ("regime_map", "minor_first", "depth")
+COLLAPSE, SEQUENTIAL, DIRECT, UNDETERMINED = (
+    analysis.REGIMES.index(name) for name in ("collapse", "sequential", "direct", "undetermined")
+)
+MAJOR = int(np.argmax(MU))
+SHRINK, GROW, K_DIRECT = analysis.l2sam_thresholds(MU, 1.0)  # k = α/ρ of the L = 2 thresholds
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """The quick data of the three figures (``figures.make``, as ``python -m figures --quick``)."""
+    root = tmp_path_factory.mktemp("maps")
+    written = figures.make(
+        list(NAMES), out=root / "out", cache=root / "cache", quick=True, progress=False
+    )
+    assert all(p.stat().st_size > 1000 for paths in written.values() for p in paths)
+    ctx = figures.Context(out=root / "out", cache=root / "cache", quick=True)
+    return {name: figures.load_data(ctx, name) for name in NAMES}
+
+
+def _path(alpha, depth, rho=1.0):
+    return analysis.regime_path(
+        flows.L2SAM(rho), MU, float(alpha), depth, collapse_tol=_maps.COLLAPSE_TOL
+    )
+
+
+def _around(grid, value):
+    """The grid values just below and just above ``value``."""
+    return grid[grid < value].max(), grid[grid > value].min()
+
+
+# --- regime_map: the regimes against depth, and the rays of the (ρ, α) plane -------------
+
+
+def test_regime_map_cells_on_both_sides_of_every_change_agree_with_analysis(quick):
+    data = quick["regime_map"]
+    for i, depth in enumerate(data["depths"]):
+        column = data["code"][i]
+        changes = np.flatnonzero(column[1:] != column[:-1])
+        # collapse | sequential | direct at even L; no collapse at odd L
+        assert changes.size == (2 if depth % 2 == 0 else 1), (depth, column)
+        assert column[0] == (COLLAPSE if depth % 2 == 0 else SEQUENTIAL) and column[-1] == DIRECT
+        for m in changes:
+            for cell in (m, m + 1):
+                got = _path(data["k"][cell], depth).regime
+                assert got == analysis.REGIMES[column[cell]], (depth, data["k"][cell])
+
+
+def test_regime_map_boundaries_follow_the_closed_forms_and_the_cells(quick):
+    data = quick["regime_map"]
+    k, rtol = data["k"], _maps.K_RTOL[1]
+    assert 2 in data["depths"] and 3 in data["depths"]
+    for i, depth in enumerate(data["depths"]):
+        column, k_c, k_direct = data["code"][i], data["k_c"][i], data["k_direct"][i]
+        if depth % 2:
+            assert np.isnan(k_c) and not np.any(column == COLLAPSE)
+        else:
+            assert k[column == COLLAPSE].max() < k_c < k[column != COLLAPSE].min()
+        assert k[column != DIRECT].max() < k_direct < k[column == DIRECT].min()
+    k_c, k_direct = data["k_c"][0], data["k_direct"][0]  # L = 2
+    assert SHRINK < k_c < GROW  # α_c lies strictly between the sympy sufficient bounds
+    assert k_direct == pytest.approx(K_DIRECT, rel=rtol)  # the exact sequential/direct ray
+    assert np.allclose(data["bounds"], [SHRINK, GROW, K_DIRECT], rtol=1e-12)
+
+
+def test_regime_map_plane_is_made_of_the_rays_of_the_depth_panel(quick):
+    """Scale invariance: every (ρ, α) cell is classified by α/ρ against the L = 2 k's alone."""
+    data = quick["regime_map"]
+    plane, alpha, rho = data["plane"], data["alpha"], data["rho"]
+    assert not np.any(plane == UNDETERMINED)
+    ratio = alpha[:, None] / rho[None, :]
+    k_c, k_direct = data["k_c"][0], data["k_direct"][0]
+    ray = np.where(ratio < k_c, COLLAPSE, np.where(ratio < k_direct, SEQUENTIAL, DIRECT))
+    far = (np.abs(np.log(ratio / k_c)) > 0.1) & (np.abs(np.log(ratio / k_direct)) > 0.1)
+    assert far.sum() > 0.8 * far.size and np.array_equal(plane[far], ray[far])
+    assert set(np.unique(plane).tolist()) == {COLLAPSE, SEQUENTIAL, DIRECT}
+    # the cells nearest below and above the α_c ray at the smallest ρ it crosses, by analysis
+    j = int(np.flatnonzero(k_c * rho > alpha[0])[0])
+    assert rho[j] < 1
+    below, above = _around(alpha, k_c * rho[j])
+    assert _path(below, 2, rho[j]).regime == "collapse"
+    assert _path(above, 2, rho[j]).regime == "sequential"
+
+
+# --- the j† maps: every switch of analysis.regime_path, and the colours around it --------
+
+
+def _assert_row_follows_the_switches(row, grid, clocks, sequence):
+    """Between two switches the map shows the index analysis visits, except within one grid
+    cell of a switch (the map reads j† at the grid's clock values)."""
+    cell = grid[1] / grid[0]
+    edges = np.r_[0.0, clocks, np.inf]
+    checked = 0
+    for m, index in enumerate(sequence):
+        inside = (grid > edges[m] * cell) & (grid < edges[m + 1] / cell) & (row >= 0)
+        assert np.all(row[inside] == index), (m, index, row[inside])
+        checked += inside.sum()
+    assert checked >= (row >= 0).sum() - 3 * len(clocks)
+
+
+MARKS = ("mark_rows", "switch_times", "switch_clock", "switch_after", "switch_late")
+
+
+def _check_marks(row_of, alphas, grid, marks, depth):
+    """Every switch of analysis.regime_path at each marked row is drawn, at its time, and the
+    map's row follows the sequence; a switch after the row's run stopped (in the blow-up) is
+    drawn past the row's end, and the row ends on the index before it."""
+    rows, times, clocks, after, late = marks
+    assert len(rows) > 0
+    for i, ts, ss, js, lt in zip(rows, times, clocks, after, late, strict=True):
+        path = _path(alphas[i], depth)
+        n = len(path.times)
+        assert path.regime in ("sequential", "direct")
+        assert js[:n].tolist() == path.sequence[1:] and np.all(js[n:] == -1) and not any(lt[n:])
+        np.testing.assert_allclose(ts[:n], path.times, rtol=1e-12)
+        assert np.all(np.isfinite(ss[:n])) and np.all((ss[:n] > grid[0]) & (ss[:n] < grid[-1]))
+        assert np.all(np.diff(ss[:n]) > 0)
+        row = row_of(i)
+        on_time = n - int(lt[:n].sum())
+        assert not any(lt[:on_time]) and all(lt[on_time:n])  # the late ones are the last ones
+        if on_time < n:  # past the row's end, in order; its last grid point is just before
+            assert row[-1] == -1
+            s_end, last = ss[on_time] / _maps.LATE_STEP, grid[row >= 0][-1]
+            assert last <= s_end < last * grid[1] / grid[0]
+            steps = _maps.LATE_STEP ** np.arange(1, n - on_time + 1)
+            np.testing.assert_allclose(ss[on_time:n], s_end * steps, rtol=1e-12)
+        _assert_row_follows_the_switches(row, grid, ss[:on_time], path.sequence[: on_time + 1])
+
+
+def test_minor_first_dots_are_every_switch_and_the_map_follows_them(quick):
+    data = quick["minor_first"]
+    marks = tuple(data[key] for key in MARKS)
+    assert not np.any(data["switch_late"])  # at L = 2 every switch is inside the map
+    _check_marks(lambda i: data["jdag"][i], data["alpha"], data["tau"], marks, 2)
+    # the row just above α_c: j† leaves 2 for 1 and comes back (not monotone), then climbs to 5
+    row = int(np.argmin(np.abs(data["alpha"] - 0.36)))
+    assert row in data["mark_rows"]
+    assert _path(data["alpha"][row], 2).sequence == [1, 0, 1, 2, 3, 4]
+
+
+def test_minor_first_rows_on_both_sides_of_alpha_c_and_alpha_direct(quick):
+    data = quick["minor_first"]
+    alpha, jdag = data["alpha"], data["jdag"]
+    assert SHRINK < float(data["k_c"]) < GROW
+    assert float(data["k_direct"]) == pytest.approx(K_DIRECT, rel=_maps.K_RTOL[1])
+    row = {a: i for i, a in enumerate(alpha)}
+    below_c, above_c = _around(alpha, float(data["k_c"]))
+    below_d, above_d = _around(alpha, K_DIRECT)
+    assert _path(below_c, 2).regime == "collapse" and np.any(jdag[row[below_c]] == -2)
+    assert _path(above_c, 2).regime == "sequential" and not np.any(jdag[row[above_c]] < 0)
+    assert _path(below_d, 2).regime == "sequential" and jdag[row[below_d]][0] != MAJOR
+    assert _path(above_d, 2).regime == "direct" and np.all(jdag[row[above_d]] == MAJOR)
+
+
+def test_depth_draws_alpha_c_at_every_even_depth_and_none_at_odd(quick):
+    data, ks = quick["depth"], quick["regime_map"]
+    alpha = data["alpha"]
+    for i, depth in enumerate(data["depths"]):
+        jdag = data["jdag"][i]
+        k_c = data["k_c"][i]
+        same = np.flatnonzero(ks["depths"] == depth)[0]  # one search serves both figures
+        np.testing.assert_array_equal(
+            [k_c, data["k_direct"][i]], [ks["k_c"][same], ks["k_direct"][same]]
+        )
+        if depth % 2:
+            assert np.isnan(k_c) and not np.any(jdag == -2)
+        else:
+            below, above = _around(alpha, k_c)
+            assert np.any(jdag[alpha == below] == -2) and not np.any(jdag[alpha == above] == -2)
+
+
+def test_depth_dots_are_every_switch_and_the_maps_follow_them(quick):
+    """At every depth, including L = 3 from a small start: 5 → 3 → 5 late in the run (the
+    minor coordinate leads |β| briefly while the q_j keep their order, science.md §5)."""
+    data = quick["depth"]
+    n = data["jdag"].shape[-1]
+    for i, depth in enumerate(data["depths"]):
+        keep = data["mark_rows"][i] >= 0
+        marks = tuple(data[key][i][keep] for key in MARKS)
+        grid = _maps.tau_grid(int(depth), n)
+        _check_marks(lambda r, i=i: data["jdag"][i][r], data["alpha"], grid, marks, int(depth))
+    i = int(np.flatnonzero(data["depths"] == 3)[0])
+    row = int(np.argmin(np.abs(data["alpha"] - 0.1)))
+    assert row in data["mark_rows"][i]
+    assert _path(data["alpha"][row], 3).sequence == [MAJOR, 2, MAJOR]
+
+
+def test_switches_after_a_run_stopped_are_drawn_past_its_end_in_order():
+    """L = 4 just above α_c (the full depth figure): j† goes 1 → 4 → 5 deep in the blow-up. On a
+    row whose run stopped between the two switches (a clock equal to τ, for the test), the first
+    is drawn at its time and the second past the row's end."""
+    alpha = 0.23
+    path = _path(alpha, 4)
+    assert path.sequence == [0, 3, MAJOR] and np.all(np.isfinite(path.times))
+    t_end = float(np.mean(path.times))  # the run stopped between the two switches
+    grid = _maps.tau_grid(4, 60)
+    row_tau = np.where(grid <= t_end, grid, np.nan)
+    rows, times, clock, after, late = _maps._switch_marks(
+        np.array([alpha]), [alpha], 4, row_tau[None], (np.array([t_end]), np.array([t_end])), grid
+    )
+    assert rows.tolist() == [0] and after[0].tolist() == [3, MAJOR]
+    assert late[0].tolist() == [False, True]
+    np.testing.assert_allclose(clock[0], [path.times[0], t_end * _maps.LATE_STEP], rtol=1e-12)
