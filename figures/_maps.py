@@ -108,52 +108,51 @@ def depth_phase(ctx: Context):
     return depths, k, code
 
 
-_BOUNDARIES: dict = {}
+_BOUNDARIES: dict = {}  # (quick, sweeps folder, L, kind) -> k
 
 
-def boundaries(ctx: Context) -> dict:
+def boundaries(ctx: Context, depths=None) -> dict:
     r"""Depth -> ``(k_c, k_direct)``, :math:`k=\alpha/\rho` of ℓ2-SAM's collapse and direct
-    boundaries: :func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` at
-    :math:`\rho=1`, each searched inside the cell pair of :func:`depth_phase` where the regime
-    changes (rtol ``K_RTOL``), two searches at a time. ``k_c`` is NaN where the column has no
-    collapse (odd :math:`L`: the weights never decrease). Memoised per run size."""
+    boundaries at ``depths`` (default: all of :func:`depth_phase`):
+    :func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` at :math:`\rho=1`, each
+    searched inside the cell pair of :func:`depth_phase` where the regime changes (rtol
+    ``K_RTOL``), two searches at a time. ``k_c`` is NaN where the column has no collapse (odd
+    :math:`L`: the weights never decrease). Memoised: the figures share each search."""
+    all_depths, k, code = depth_phase(ctx)
+    depths = list(all_depths) if depths is None else list(depths)
+    below = {"collapse": code == COLLAPSE, "direct": code != analysis.REGIMES.index("direct")}
+    search = {"collapse": analysis.critical_alpha, "direct": analysis.direct_alpha}
     key = (ctx.quick, str(ctx.sweeps))
-    if key not in _BOUNDARIES:
-        depths, k, code = depth_phase(ctx)
-        rtol = ctx.pick(*K_RTOL)
-        below = {
-            "collapse": code == COLLAPSE,
-            "direct": code != analysis.REGIMES.index("direct"),
-        }
-        search = {"collapse": analysis.critical_alpha, "direct": analysis.direct_alpha}
-        jobs = {}
-        for i, L in enumerate(depths):
-            for kind, flags in below.items():
-                change = np.flatnonzero(flags[i, :-1] != flags[i, 1:])
-                if change.size == 0 and kind == "collapse" and not flags[i, 0]:
-                    continue  # no collapse cell in the column: no k_c
-                if change.size != 1 or not flags[i, 0]:
-                    raise RuntimeError(f"regime map: no single {kind} boundary at L = {L}.")
-                bracket = (k[change[0]], k[change[0] + 1])
-                jobs[L, kind] = functools.partial(
-                    search[kind],
-                    flows.L2SAM(1.0),
-                    MU,
-                    L,
-                    bracket=bracket,
-                    rtol=rtol,
-                    points=K_POINTS,
-                    collapse_tol=COLLAPSE_TOL,
-                )
+    jobs = {}
+    for L in depths:
+        i = all_depths.index(L)
+        for kind, flags in below.items():
+            if (*key, L, kind) in _BOUNDARIES:
+                continue
+            change = np.flatnonzero(flags[i, :-1] != flags[i, 1:])
+            if change.size == 0 and kind == "collapse" and not flags[i, 0]:
+                _BOUNDARIES[(*key, L, kind)] = np.nan  # no collapse cell in the column: no k_c
+                continue
+            if change.size != 1 or not flags[i, 0]:
+                raise RuntimeError(f"regime map: no single {kind} boundary at L = {L}.")
+            jobs[L, kind] = functools.partial(
+                search[kind],
+                flows.L2SAM(1.0),
+                MU,
+                L,
+                bracket=(k[change[0]], k[change[0] + 1]),
+                rtol=ctx.pick(*K_RTOL),
+                points=K_POINTS,
+                collapse_tol=COLLAPSE_TOL,
+            )
+    if jobs:
         ctx.log(f"{len(jobs)} boundary searches (critical_alpha, direct_alpha)")
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             # deepest first: the slowest searches (runs that linger near α_c) start early
             order = sorted(jobs, key=lambda job: -job[0])
-            found = dict(zip(order, pool.map(lambda job: float(jobs[job]()), order), strict=True))
-        _BOUNDARIES[key] = {
-            L: (found.get((L, "collapse"), np.nan), found[L, "direct"]) for L in depths
-        }
-    return _BOUNDARIES[key]
+            for job, value in zip(order, pool.map(lambda j: float(jobs[j]()), order), strict=True):
+                _BOUNDARIES[(*key, *job)] = value
+    return {L: tuple(_BOUNDARIES[(*key, L, kind)] for kind in below) for L in depths}
 
 
 def path_point(alpha, s, depth=2, kind="l2", n_tau=300):
@@ -455,7 +454,7 @@ def compute_minor_first(ctx: Context) -> dict:
     rows, times, clock, after, late = _marks_of(
         r, 0, alphas, ctx.pick(MINOR_MARKS, (0.36, 0.6)), 2, grid
     )
-    k_c, k_direct = boundaries(ctx)[2]
+    k_c, k_direct = boundaries(ctx, [2])[2]
     return dict(
         alpha=alphas,
         tau=grid,
@@ -536,32 +535,12 @@ def _line_handles(with_grow=False, late=False):
     ]
     if with_grow:
         handles.append(Line2D([], [], color="k", ls=":", lw=0.9, label=r"all grow ($L=2$ bound)"))
-    handles.append(
-        Line2D(
-            [],
-            [],
-            ls="",
-            marker="o",
-            mfc="0.8",
-            mec="k",
-            mew=0.6,
-            ms=4,
-            label="switch of $j^\\dagger$\n(colour: after it)",
-        )
-    )
+    switches = [("o", 4, "switch of $j^\\dagger$\n(colour: after it)")]
     if late:
+        switches.append(("D", 3.5, "switch after the\nrun stopped"))
+    for marker, size, label in switches:
         handles.append(
-            Line2D(
-                [],
-                [],
-                ls="",
-                marker="D",
-                mfc="0.8",
-                mec="k",
-                mew=0.6,
-                ms=3.5,
-                label="switch after the\nrun stopped",
-            )
+            Line2D([], [], ls="", marker=marker, mfc="0.8", mec="k", mew=0.6, ms=size, label=label)
         )
     return handles
 
@@ -604,7 +583,10 @@ def _alpha_ticks(ax, alpha):
     ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
 
 
-DEPTH_MARKS = {2: (0.36, 0.5, 0.7), 3: (0.1, 0.2, 0.35, 0.5), 4: (0.23, 0.3, 0.5)}
+# Not nearer α_c at L = 4: there the last switches come within 1e-8 of the blow-up τ*, where two
+# solves of one run (the map's, analysis.regime_path's) disagree on which side of the map's stop
+# they fall.
+DEPTH_MARKS = {2: (0.36, 0.5, 0.7), 3: (0.1, 0.2, 0.35, 0.5), 4: (0.25, 0.3, 0.5)}
 DEPTH_MARKS_QUICK = {2: (0.5,), 3: (0.1,), 4: (0.3,)}
 
 
@@ -630,7 +612,7 @@ def compute_depth(ctx: Context) -> dict:
             ]
         )
 
-    ks = boundaries(ctx)
+    ks = boundaries(ctx, depths)
     return dict(
         alpha=alphas,
         depths=np.array(depths),

@@ -173,20 +173,25 @@ def test_minor_first_rows_on_both_sides_of_alpha_c_and_alpha_direct(quick):
 
 
 def test_depth_draws_alpha_c_at_every_even_depth_and_none_at_odd(quick):
+    """Every row agrees with the α_c line: none above it collapses, none below it escapes, and the
+    rows below it collapse, but for at most the one next to it, whose run can still linger near
+    the saddle at the axis' end (the time there grows as |α/α_c − 1|^(−(L−2)/2), L ≥ 4)."""
     data, ks = quick["depth"], quick["regime_map"]
     alpha = data["alpha"]
+    collapsed, escaped = int(flows.Status.COLLAPSED), int(flows.Status.ESCAPED)
     for i, depth in enumerate(data["depths"]):
-        jdag = data["jdag"][i]
-        k_c = data["k_c"][i]
+        jdag, status, k_c = data["jdag"][i], data["status"][i], data["k_c"][i]
         same = np.flatnonzero(ks["depths"] == depth)[0]  # one search serves both figures
         np.testing.assert_array_equal(
             [k_c, data["k_direct"][i]], [ks["k_c"][same], ks["k_direct"][same]]
         )
+        np.testing.assert_array_equal(np.any(jdag == -2, axis=1), status == collapsed)
         if depth % 2:
-            assert np.isnan(k_c) and not np.any(jdag == -2)
-        else:
-            below, above = _around(alpha, k_c)
-            assert np.any(jdag[alpha == below] == -2) and not np.any(jdag[alpha == above] == -2)
+            assert np.isnan(k_c) and not np.any(status == collapsed)
+            continue
+        below = alpha < k_c
+        assert not np.any(status[~below] == collapsed) and not np.any(status[below] == escaped)
+        assert np.sum(below & (status != collapsed)) <= 1 and status[0] == collapsed
 
 
 def test_depth_dots_are_every_switch_and_the_maps_follow_them(quick):
