@@ -36,7 +36,7 @@ from ._common import (
     panel_labels,
     plain_log_ticks,
 )
-from ._maps import COLLAPSE_TOL, MU, _boundaries, _pcolor_classes, _phase, _regime_legend
+from ._maps import COLLAPSE_TOL, MU, _pcolor_classes, _phase, _regime_handles
 
 SIGMA, RHO_MAX = 0.35, 0.3  # the public reference defaults
 LOSS = "logistic"
@@ -49,6 +49,13 @@ ALPHA_RANGE, SIGMA_RANGE = (5e-3, 0.5), (1e-3, 10.0)
 # ℓ2-SAM(ρ_max)'s α_c (0.104) a large σ collapses; below its α_direct (0.257) it is sequential.
 ALPHA_COLLAPSE = np.geomspace(0.01, 0.1, 7)
 ALPHA_DIRECT = np.geomspace(0.015, 0.25, 7)
+
+
+def _l2_critical_alpha() -> float:
+    """α_c of ℓ2-SAM(ρ_max) at L = 2 (:func:`analysis.critical_alpha`)."""
+    return float(
+        analysis.critical_alpha(flows.L2SAM(RHO_MAX), MU, 2, rtol=1e-6, collapse_tol=COLLAPSE_TOL)
+    )
 
 
 def _sigma_boundary(alpha: float, kind: str) -> float:
@@ -144,7 +151,9 @@ def compute_lesam(ctx: Context) -> dict:
     if np.any(ds["code"].values == UNDETERMINED):  # the legend would not explain them
         raise RuntimeError("lesam: undetermined runs on the regime grid; raise max_passes.")
     ctx.log("ℓ2-SAM(ρ_max) boundaries; LE-SAM boundaries along σ (analysis.boundary)")
-    l2_crit, _ = _boundaries(flows.L2SAM, [RHO_MAX], 2, ctx.quick)
+    l2_crit = np.array(  # each search compiles its own vmapped solver: too slow for a smoke run
+        [np.nan if ctx.quick else _l2_critical_alpha()]
+    )
     # Each kind of boundary compiles its own vmapped solver: too slow for a smoke run.
     search = lambda alphas, kind: np.array(  # noqa: E731
         [np.nan if ctx.quick else _sigma_boundary(float(a), kind) for a in alphas]
@@ -209,7 +218,10 @@ def _draw_regimes(ax, data):
                 label=rf"public default $\sigma={float(data['sigma_default']):g}$")),
     ]  # fmt: skip
     extra = [handle for shown, handle in drawn if shown]
-    _regime_legend(ax, set(np.unique(data["regime"]).tolist()), extra)
+    handles = _regime_handles(set(np.unique(data["regime"]).tolist()))
+    ax.legend(
+        handles=[*handles, *extra], loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
+    )
 
 
 def _draw_sharpness(ax, data):
