@@ -414,27 +414,26 @@ def test_many_dead_coordinates_keep_the_in_phase_product():
     assert abs(float(flow.theta_end[0, 5]) - limit) < 1e-5, (float(flow.theta_end[0, 5]), w6)
 
 
-def _reduced_partly_dead_l3(mu, rho, a0, b0, c0, ts):
-    r"""Plain L = 3 flow, coordinate 1 = (a, a, b) with a < ρ < b, coordinate 2 = (c, c, c).
+def _reduced_partly_dead(depth, mu, rho, a0, b0, c0, ts):
+    r"""Plain flow at depth L ≥ 3, coordinate 1 = (a, a, b, …, b) (two layers a, L − 2
+    layers b) with a < ρ < b, coordinate 2 = (c, …, c).
 
     All gradients have the sign of :math:`-\prod_{l'\ne l}w`, so :math:`\hat w=w-\rho`:
-    :math:`\dot a=q\mu_1(a-\rho)(b-\rho)`, :math:`\dot b=q\mu_1(a-\rho)^2`,
-    :math:`\dot c=q\mu_2(c-\rho)^2`, :math:`q=1/(1+e^{\hat m})`. Once a = 0 the two zero
-    layers chatter in phase (:math:`\hat w_1\hat w_2=\rho^2`) and the third keeps
-    :math:`\hat w_3=b-\rho` (its gradient :math:`\propto a^2` keeps its sign):
-    :math:`\dot b=q\mu_1\rho^2`, :math:`\hat m=\mu_1\rho^2(b-\rho)+\mu_2(c-\rho)^3`.
+    :math:`\dot a=q\mu_1(a-\rho)(b-\rho)^{L-2}`, :math:`\dot b=q\mu_1(a-\rho)^2(b-\rho)^{L-3}`,
+    :math:`\dot c=q\mu_2(c-\rho)^{L-1}`, :math:`q=1/(1+e^{\hat m})`. Once a = 0 the two zero
+    layers chatter in phase (:math:`\hat w_1\hat w_2=\rho^2`) and the live layers keep
+    :math:`\hat w=b-\rho` (their gradients :math:`\propto a^2` keep their sign):
+    :math:`\dot b=q\mu_1\rho^2(b-\rho)^{L-3}`,
+    :math:`\hat m=\mu_1\rho^2(b-\rho)^{L-2}+\mu_2(c-\rho)^L`.
     """
+    k = depth - 2  # live layers of coordinate 1
 
     def field(_, z):
         a, b, c = z
-        if a > 0:
-            m = mu[0] * (a - rho) ** 2 * (b - rho) + mu[1] * (c - rho) ** 3
-            q = 1 / (1 + np.exp(m))
-            return [q * mu[0] * (a - rho) * (b - rho), q * mu[0] * (a - rho) ** 2,
-                    q * mu[1] * (c - rho) ** 2]  # fmt: skip
-        m = mu[0] * rho**2 * (b - rho) + mu[1] * (c - rho) ** 3
-        q = 1 / (1 + np.exp(m))
-        return [0.0, q * mu[0] * rho**2, q * mu[1] * (c - rho) ** 2]
+        pa = (a - rho) ** 2 if a > 0 else rho**2  # ŵ₁ŵ₂ (in phase once a = 0)
+        q = 1 / (1 + np.exp(mu[0] * pa * (b - rho) ** k + mu[1] * (c - rho) ** depth))
+        da = q * mu[0] * (a - rho) * (b - rho) ** k if a > 0 else 0.0
+        return [da, q * mu[0] * pa * (b - rho) ** (k - 1), q * mu[1] * (c - rho) ** (depth - 1)]
 
     def death(_, z):
         return z[0]
@@ -448,15 +447,18 @@ def _reduced_partly_dead_l3(mu, rho, a0, b0, c0, ts):
     out = np.array([first.sol(t) if t <= t_death else second.sol(t) for t in ts])
     out[ts > t_death, 0] = 0.0
     a, b, c = out.T
-    return t_death, np.stack([np.stack([a, a, b], 1), np.stack([c, c, c], 1)], 2)  # (T, 3, 2)
+    first_coordinate = np.stack([a, a] + [b] * k, 1)
+    return t_death, np.stack([first_coordinate, np.stack([c] * depth, 1)], 2)  # (T, L, 2)
 
 
-def test_partly_dead_coordinate_at_depth_three():
-    """L = 3, two of a coordinate's three layers die together (issue 11, defect 4): they
-    chatter in phase, while the third layer's sign is held (its gradient ∝ w₁w₂ ≥ 0),
-    so β̂ = ρ²(b − ρ). Against a reduced ODE (scipy) and discrete runs at order 1."""
+@pytest.mark.parametrize("depth", [3, 4])
+def test_partly_dead_coordinate_at_depth_three_and_four(depth):
+    """Two of a coordinate's L layers die together (issue 11, defect 4): they chatter in
+    phase, while the other layers' signs are held (their gradients ∝ w₁w₂ ≥ 0), so
+    β̂ = ρ²(b − ρ)^(L−2). Against a reduced ODE (scipy) and discrete runs at order 1."""
     mu, rho, t1 = np.array([1.0, 0.5]), 0.5, 8.0
-    theta0 = jnp.array([[0.2, 0.7], [0.2, 0.7], [0.9, 0.7]])
+    a0, b0, c0 = 0.2, 0.9, 0.7
+    theta0 = jnp.array([[a0, c0], [a0, c0]] + [[b0, c0]] * (depth - 2))
     data = flows.single_example(mu)
     ts = np.linspace(0.0, t1, 33)
     flow = flows.solve(
@@ -464,7 +466,7 @@ def test_partly_dead_coordinate_at_depth_three():
         rtol=1e-11, atol=1e-13,
     )  # fmt: skip
     assert flow.status_name == "ok" and not bool(flow.ambiguous)
-    t_death, expected = _reduced_partly_dead_l3(mu, rho, 0.2, 0.9, 0.7, ts)
+    t_death, expected = _reduced_partly_dead(depth, mu, rho, a0, b0, c0, ts)
     assert 1.0 < t_death < 0.8 * t1
     np.testing.assert_allclose(np.asarray(flow.thetas), expected, atol=1e-8)
     np.testing.assert_allclose(float(flow.t_sliding), t1 - t_death, atol=1e-8)
