@@ -17,6 +17,8 @@ of :math:`-\prod_{l'\ne l}w^{(l')}_j`, so :math:`\hat w_j=w_j-\rho\,\mathrm{sign
   being :math:`j^*=\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`.
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -523,6 +525,55 @@ def test_unbalanced_dead_coordinate_is_flagged_and_warned():
         flow = flows.solve(flows.LinfSAM(RHO), data, theta0, t1=8.0, collapse_tol=None)
     assert flow.status_name == "ok" and bool(flow.ambiguous)
     np.testing.assert_allclose(np.asarray(flow.theta_end[:, 0]), 0.0, atol=1e-12)
+
+
+def _enumerated_sliding_field(theta, data, rho, sigma, sliding, vbar):
+    r"""Filippov's sliding field by brute force: :math:`\sum_\xi P(\xi)\,(-\nabla\mathcal
+    L(\theta+\rho u_\xi))` over every sign pattern ξ of the sliding coordinates, independent,
+    :math:`P(\xi_j=\pm1)=(1\pm\bar v_j)/2`, the layers of one coordinate in phase
+    (:math:`u_{lj}=\xi_j` on S: all weights ≥ 0 here, so every orientation is +1)."""
+    grad = jax.jit(jax.grad(flows.objective))
+    cols = np.flatnonzero(np.any(sliding, axis=0))
+    total = np.zeros(theta.shape)
+    for xi in itertools.product([1.0, -1.0], repeat=cols.size):
+        full = np.zeros(theta.shape[1])
+        full[cols] = xi
+        p = np.prod((1.0 + np.array(xi) * vbar[cols]) / 2)
+        u = np.where(sliding, full[None, :], sigma)
+        total -= p * np.asarray(grad(theta + rho * u, data))
+    return total
+
+
+def test_sliding_expectation_exact_for_any_number_of_in_phase_dead_coordinates():
+    """The sliding field F = E_ξ f(θ, u_ξ) (issue 11, defect 1) against enumeration of all
+    2^6 sign patterns: four sliding live coordinates (their products depend on ξ_j, all
+    enumerated) and two dead ones chattering in phase (β̂_j = ρ² on both sides), six in
+    all, past the four vertices the old rule averaged. A fifth sign-dependent coordinate
+    is not enumerated: the mode is reported ambiguous (flows.solve warns)."""
+    from flows._filippov import MAX_ENUMERATED, system
+
+    rho, d = 0.2, 7
+    data = flows.Dataset(np.array([np.arange(1.0, d + 1), np.linspace(1.5, 0.5, d)]), [1, 1])
+    w = np.linspace(0.3, 1.5, d)
+    # coordinates 5 and 6 dead, 7 live and not sliding
+    theta = jnp.asarray(np.stack([w, w + 0.1])).at[:, 4:6].set(0.0)
+    sys = system(flows.LinfSAM(rho), data, "logistic", False, theta.shape)
+    sigma = jnp.where(sys.h(theta) >= 0, 1.0, -1.0)
+    vbar = np.array([0.3, -0.5, 0.1, 0.7, 0.4, -0.6, 0.0])
+    v = jnp.broadcast_to(jnp.asarray(vbar), theta.shape)
+    sliding = np.zeros(theta.shape, bool)
+    sliding[0, :4] = True  # one layer of each of the live coordinates 1-4
+    sliding[:, 4:6] = True  # both layers of the dead ones
+    assert MAX_ENUMERATED == 4
+    field, _, ambiguous = sys._expectation(theta, sigma, jnp.asarray(sliding), v)
+    expected = _enumerated_sliding_field(theta, data, rho, sigma, sliding, vbar)
+    np.testing.assert_allclose(np.asarray(field), expected, rtol=1e-12, atol=1e-15)
+    assert not bool(ambiguous)
+    # the dead coordinates' ξ matters to the field only through E[ξ] (it drops out of q)
+    assert np.abs(expected[:, 4:6]).max() > 1e-3
+    # a fifth sign-dependent coordinate (layer 1 of coordinate 7) overflows the vertices
+    sliding[0, 6] = True
+    assert bool(sys._expectation(theta, sigma, jnp.asarray(sliding), v)[2])
 
 
 def test_sliding_control_residual_is_checked():
