@@ -27,8 +27,8 @@ from ._problem import (
     check_mu,
     check_positive,
 )
-from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED, default_escape_tol
-from ._run import run
+from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED
+from ._run import run, run_options
 
 KINDS = ("collapse", "direct")
 
@@ -69,24 +69,25 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _batch(methods, data, theta0, depth, options, need, max_passes):
+def _batch(methods, data, theta0, depth, options, loss, need, max_passes):
     """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
 
     def one(method, theta):
         out = run(
-            method, data, theta, depth=depth, options=options, need=need, max_passes=max_passes
-        )
+            method, data, theta, depth=depth, options=options, loss=loss, need=need,
+            max_passes=max_passes,
+        )  # fmt: skip
         return out["code"]
 
     return jax.vmap(one)(methods, theta0)
 
 
-def _classify(methods, data, depth, alphas, *, kind, options, max_passes):
+def _classify(methods, data, depth, alphas, *, kind, options, loss, max_passes):
     """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ..."""
     theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
-    opts = tuple(sorted(options.items()))
-    return np.asarray(_batch(_stack(methods), data, theta0, depth, opts, need, max_passes))
+    codes = _batch(_stack(methods), data, theta0, depth, options, loss, need, max_passes)
+    return np.asarray(codes)
 
 
 def _check_family(family, p, d):
@@ -208,13 +209,13 @@ def boundary(
             f"got {bracket!r}."
         )
     data = flows.single_example(mu)
-    options = dict(
-        max_steps=check_count("max_steps", max_steps),
+    options = run_options(
+        depth,
         collapse_tol=collapse_tol,
-        escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
-        loss=loss,
         rtol=solver_rtol,
         atol=solver_atol,
+        max_steps=check_count("max_steps", max_steps),
+        escape_tol=escape_tol,
     )
     below_codes = (COLLAPSE, STALLED) if kind == "collapse" else (COLLAPSE, STALLED, SEQUENTIAL)
 
@@ -227,6 +228,7 @@ def boundary(
             [a for _, a in pairs],
             kind=kind,
             options=options,
+            loss=loss,
             max_passes=max_passes,
         )
         if np.any(code == UNDETERMINED):

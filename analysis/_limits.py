@@ -100,7 +100,6 @@ def limit_map(
         atol = "auto" if exact_linf else 1e-30
     options = run_options(
         depth,
-        loss=loss,
         collapse_tol=collapse_tol,
         rtol=rtol,
         atol=atol,
@@ -117,6 +116,7 @@ def limit_map(
             theta0,
             depth=depth,
             options=options,
+            loss=loss,
             need="limit",
             max_passes=max_passes,
         )

@@ -142,7 +142,6 @@ def phase_diagram(
                 m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
         opts = run_options(
             depth,
-            loss=loss,
             collapse_tol=collapse_tol,
             rtol=rtol,
             atol=atol,
@@ -156,6 +155,7 @@ def phase_diagram(
             theta0,
             depth=depth,
             options=opts,
+            loss=loss,
             n_grid=n_grid,
             max_passes=max_passes,
             max_switches=max_switches,

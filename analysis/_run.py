@@ -30,19 +30,18 @@ from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, default_es
 BISECTIONS = 60
 
 
-def run_options(depth: int, *, loss, collapse_tol, rtol, atol, max_steps, escape_tol=None):
-    """The static ``options`` of :func:`run`: sorted :func:`flows.solve` keywords, with the
-    escape threshold of :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None.
-    """
-    opts = dict(
-        loss=loss,
+def run_options(
+    depth: int, *, collapse_tol, rtol, atol, max_steps, escape_tol=None
+) -> flows.SolverOptions:
+    """The solver options of :func:`run` (static), with the escape threshold of
+    :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None."""
+    return flows.SolverOptions(
         collapse_tol=collapse_tol,
         rtol=rtol,
         atol=atol,
         max_steps=max_steps,
         escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
     )
-    return tuple(sorted(opts.items()))
 
 
 def run(
@@ -51,7 +50,8 @@ def run(
     theta0,
     *,
     depth: int,
-    options: tuple,
+    options: flows.SolverOptions,
+    loss: str = "logistic",
     need: str = "path",
     n_grid: int = 257,
     max_passes: int = 64,
@@ -67,7 +67,9 @@ def run(
         method, data, theta0: as for :func:`flows.solve` (``data`` one example, ``theta0``
             balanced for the theorem of :func:`analysis._certify.invariant_leader`).
         depth: :math:`L` (static).
-        options: sorted ``(name, value)`` pairs of :func:`flows.solve` keywords (static).
+        options: the :class:`flows.SolverOptions` of every solve (static; :func:`run_options`);
+            ``dense`` is set here, where :math:`j^\dagger` is tracked.
+        loss: ``"logistic"`` or ``"exponential"`` (static).
         need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
             the first visit to another index), ``"escape"`` (stop at the escape certificate;
             :math:`j^\dagger` is not tracked) or ``"limit"`` (decide the regime and the
@@ -86,15 +88,15 @@ def run(
         ``leader`` (the settled leader of the escape, 0-based; -1 for a collapse, a stalled
         or an undetermined run).
     """
-    opts = dict(options)
     if need not in ("path", "direct", "escape", "limit"):
         raise ValueError(f"`need` must be 'path', 'direct', 'escape' or 'limit'; got {need!r}.")
     track = need in ("path", "direct")
+    solver_options = options.replace(dense=track)
     mu = data.X[0]
     target = jnp.argmax(mu)
     bound = perturbation_bound(method)
     lead = invariant_leader(method, theta0, mu, depth)
-    rates = log_growth_rates(method, data, opts.get("loss", "logistic"), True, theta0)
+    rates = log_growth_rates(method, data, loss, True, theta0)
     first = initial_index(theta0, rates)
     intact = lambda th: keeps_invariant_order(method, theta0, th, mu, depth)  # noqa: E731
     init = dict(
@@ -117,7 +119,9 @@ def run(
         # integrate (almost) nothing. Unvmapped the body never runs for a decided lane.
         t1 = budget(c["theta"], mu, bound, depth, c["passes"])
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
-        traj = flows.solve(method, data, c["theta"], t1=t1, rescaled=True, dense=track, **opts)
+        traj = flows.solve(
+            method, data, c["theta"], t1=t1, rescaled=True, loss=loss, options=solver_options
+        )
         out = dict(c)
         if track:
             out.update(_track(traj, c, intact, target, max_switches, n_grid))

@@ -17,6 +17,8 @@ of :math:`-\prod_{l'\ne l}w^{(l')}_j`, so :math:`\hat w_j=w_j-\rho\,\mathrm{sign
   being :math:`j^*=\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`.
 """
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -414,27 +416,26 @@ def test_many_dead_coordinates_keep_the_in_phase_product():
     assert abs(float(flow.theta_end[0, 5]) - limit) < 1e-5, (float(flow.theta_end[0, 5]), w6)
 
 
-def _reduced_partly_dead_l3(mu, rho, a0, b0, c0, ts):
-    r"""Plain L = 3 flow, coordinate 1 = (a, a, b) with a < ρ < b, coordinate 2 = (c, c, c).
+def _reduced_partly_dead(depth, mu, rho, a0, b0, c0, ts):
+    r"""Plain flow at depth L ≥ 3, coordinate 1 = (a, a, b, …, b) (two layers a, L − 2
+    layers b) with a < ρ < b, coordinate 2 = (c, …, c).
 
     All gradients have the sign of :math:`-\prod_{l'\ne l}w`, so :math:`\hat w=w-\rho`:
-    :math:`\dot a=q\mu_1(a-\rho)(b-\rho)`, :math:`\dot b=q\mu_1(a-\rho)^2`,
-    :math:`\dot c=q\mu_2(c-\rho)^2`, :math:`q=1/(1+e^{\hat m})`. Once a = 0 the two zero
-    layers chatter in phase (:math:`\hat w_1\hat w_2=\rho^2`) and the third keeps
-    :math:`\hat w_3=b-\rho` (its gradient :math:`\propto a^2` keeps its sign):
-    :math:`\dot b=q\mu_1\rho^2`, :math:`\hat m=\mu_1\rho^2(b-\rho)+\mu_2(c-\rho)^3`.
+    :math:`\dot a=q\mu_1(a-\rho)(b-\rho)^{L-2}`, :math:`\dot b=q\mu_1(a-\rho)^2(b-\rho)^{L-3}`,
+    :math:`\dot c=q\mu_2(c-\rho)^{L-1}`, :math:`q=1/(1+e^{\hat m})`. Once a = 0 the two zero
+    layers chatter in phase (:math:`\hat w_1\hat w_2=\rho^2`) and the live layers keep
+    :math:`\hat w=b-\rho` (their gradients :math:`\propto a^2` keep their sign):
+    :math:`\dot b=q\mu_1\rho^2(b-\rho)^{L-3}`,
+    :math:`\hat m=\mu_1\rho^2(b-\rho)^{L-2}+\mu_2(c-\rho)^L`.
     """
+    k = depth - 2  # live layers of coordinate 1
 
     def field(_, z):
         a, b, c = z
-        if a > 0:
-            m = mu[0] * (a - rho) ** 2 * (b - rho) + mu[1] * (c - rho) ** 3
-            q = 1 / (1 + np.exp(m))
-            return [q * mu[0] * (a - rho) * (b - rho), q * mu[0] * (a - rho) ** 2,
-                    q * mu[1] * (c - rho) ** 2]  # fmt: skip
-        m = mu[0] * rho**2 * (b - rho) + mu[1] * (c - rho) ** 3
-        q = 1 / (1 + np.exp(m))
-        return [0.0, q * mu[0] * rho**2, q * mu[1] * (c - rho) ** 2]
+        pa = (a - rho) ** 2 if a > 0 else rho**2  # ŵ₁ŵ₂ (in phase once a = 0)
+        q = 1 / (1 + np.exp(mu[0] * pa * (b - rho) ** k + mu[1] * (c - rho) ** depth))
+        da = q * mu[0] * (a - rho) * (b - rho) ** k if a > 0 else 0.0
+        return [da, q * mu[0] * pa * (b - rho) ** (k - 1), q * mu[1] * (c - rho) ** (depth - 1)]
 
     def death(_, z):
         return z[0]
@@ -448,15 +449,18 @@ def _reduced_partly_dead_l3(mu, rho, a0, b0, c0, ts):
     out = np.array([first.sol(t) if t <= t_death else second.sol(t) for t in ts])
     out[ts > t_death, 0] = 0.0
     a, b, c = out.T
-    return t_death, np.stack([np.stack([a, a, b], 1), np.stack([c, c, c], 1)], 2)  # (T, 3, 2)
+    first_coordinate = np.stack([a, a] + [b] * k, 1)
+    return t_death, np.stack([first_coordinate, np.stack([c] * depth, 1)], 2)  # (T, L, 2)
 
 
-def test_partly_dead_coordinate_at_depth_three():
-    """L = 3, two of a coordinate's three layers die together (issue 11, defect 4): they
-    chatter in phase, while the third layer's sign is held (its gradient ∝ w₁w₂ ≥ 0),
-    so β̂ = ρ²(b − ρ). Against a reduced ODE (scipy) and discrete runs at order 1."""
+@pytest.mark.parametrize("depth", [3, 4])
+def test_partly_dead_coordinate_at_depth_three_and_four(depth):
+    """Two of a coordinate's L layers die together (issue 11, defect 4): they chatter in
+    phase, while the other layers' signs are held (their gradients ∝ w₁w₂ ≥ 0), so
+    β̂ = ρ²(b − ρ)^(L−2). Against a reduced ODE (scipy) and discrete runs at order 1."""
     mu, rho, t1 = np.array([1.0, 0.5]), 0.5, 8.0
-    theta0 = jnp.array([[0.2, 0.7], [0.2, 0.7], [0.9, 0.7]])
+    a0, b0, c0 = 0.2, 0.9, 0.7
+    theta0 = jnp.array([[a0, c0], [a0, c0]] + [[b0, c0]] * (depth - 2))
     data = flows.single_example(mu)
     ts = np.linspace(0.0, t1, 33)
     flow = flows.solve(
@@ -464,7 +468,7 @@ def test_partly_dead_coordinate_at_depth_three():
         rtol=1e-11, atol=1e-13,
     )  # fmt: skip
     assert flow.status_name == "ok" and not bool(flow.ambiguous)
-    t_death, expected = _reduced_partly_dead_l3(mu, rho, 0.2, 0.9, 0.7, ts)
+    t_death, expected = _reduced_partly_dead(depth, mu, rho, a0, b0, c0, ts)
     assert 1.0 < t_death < 0.8 * t1
     np.testing.assert_allclose(np.asarray(flow.thetas), expected, atol=1e-8)
     np.testing.assert_allclose(float(flow.t_sliding), t1 - t_death, atol=1e-8)
@@ -521,6 +525,55 @@ def test_unbalanced_dead_coordinate_is_flagged_and_warned():
         flow = flows.solve(flows.LinfSAM(RHO), data, theta0, t1=8.0, collapse_tol=None)
     assert flow.status_name == "ok" and bool(flow.ambiguous)
     np.testing.assert_allclose(np.asarray(flow.theta_end[:, 0]), 0.0, atol=1e-12)
+
+
+def _enumerated_sliding_field(theta, data, rho, sigma, sliding, vbar):
+    r"""Filippov's sliding field by brute force: :math:`\sum_\xi P(\xi)\,(-\nabla\mathcal
+    L(\theta+\rho u_\xi))` over every sign pattern ξ of the sliding coordinates, independent,
+    :math:`P(\xi_j=\pm1)=(1\pm\bar v_j)/2`, the layers of one coordinate in phase
+    (:math:`u_{lj}=\xi_j` on S: all weights ≥ 0 here, so every orientation is +1)."""
+    grad = jax.jit(jax.grad(flows.objective))
+    cols = np.flatnonzero(np.any(sliding, axis=0))
+    total = np.zeros(theta.shape)
+    for xi in itertools.product([1.0, -1.0], repeat=cols.size):
+        full = np.zeros(theta.shape[1])
+        full[cols] = xi
+        p = np.prod((1.0 + np.array(xi) * vbar[cols]) / 2)
+        u = np.where(sliding, full[None, :], sigma)
+        total -= p * np.asarray(grad(theta + rho * u, data))
+    return total
+
+
+def test_sliding_expectation_exact_for_any_number_of_in_phase_dead_coordinates():
+    """The sliding field F = E_ξ f(θ, u_ξ) (issue 11, defect 1) against enumeration of all
+    2^6 sign patterns: four sliding live coordinates (their products depend on ξ_j, all
+    enumerated) and two dead ones chattering in phase (β̂_j = ρ² on both sides), six in
+    all, past the four vertices the old rule averaged. A fifth sign-dependent coordinate
+    is not enumerated: the mode is reported ambiguous (flows.solve warns)."""
+    from flows._filippov import MAX_ENUMERATED, system
+
+    rho, d = 0.2, 7
+    data = flows.Dataset(np.array([np.arange(1.0, d + 1), np.linspace(1.5, 0.5, d)]), [1, 1])
+    w = np.linspace(0.3, 1.5, d)
+    # coordinates 5 and 6 dead, 7 live and not sliding
+    theta = jnp.asarray(np.stack([w, w + 0.1])).at[:, 4:6].set(0.0)
+    sys = system(flows.LinfSAM(rho), data, "logistic", False, theta.shape)
+    sigma = jnp.where(sys.h(theta) >= 0, 1.0, -1.0)
+    vbar = np.array([0.3, -0.5, 0.1, 0.7, 0.4, -0.6, 0.0])
+    v = jnp.broadcast_to(jnp.asarray(vbar), theta.shape)
+    sliding = np.zeros(theta.shape, bool)
+    sliding[0, :4] = True  # one layer of each of the live coordinates 1-4
+    sliding[:, 4:6] = True  # both layers of the dead ones
+    assert MAX_ENUMERATED == 4
+    field, _, ambiguous = sys._expectation(theta, sigma, jnp.asarray(sliding), v)
+    expected = _enumerated_sliding_field(theta, data, rho, sigma, sliding, vbar)
+    np.testing.assert_allclose(np.asarray(field), expected, rtol=1e-12, atol=1e-15)
+    assert not bool(ambiguous)
+    # the dead coordinates' ξ matters to the field only through E[ξ] (it drops out of q)
+    assert np.abs(expected[:, 4:6]).max() > 1e-3
+    # a fifth sign-dependent coordinate (layer 1 of coordinate 7) overflows the vertices
+    sliding[0, 6] = True
+    assert bool(sys._expectation(theta, sigma, jnp.asarray(sliding), v)[2])
 
 
 def test_sliding_control_residual_is_checked():
