@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
+from flows._config import enable_compilation_cache
 
 from ._common import (
     Context,
@@ -51,10 +51,10 @@ def make(
     """
     ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
     ctx.progress = progress
-    if not redraw and not jax.config.jax_compilation_cache_dir:
-        # Reuse compiled solvers across runs (most of a quick run is compilation).
-        jax.config.update("jax_compilation_cache_dir", str(ctx.cache / "jax-cache"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    if not redraw:
+        # Reuse compiled solvers across runs (most of a quick run is compilation), in
+        # cache/jax-cache unless flows' own cache folder (or the user's) is configured.
+        enable_compilation_cache(ctx.cache / "jax-cache")
     written = {}
     for name in names:
         spec = FIGURES[name]
