@@ -385,6 +385,9 @@ def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     # only its own, without preallocation. (Workers run on the CPU here: no GPU on CI.)
     monkeypatch.setattr(jax, "local_devices", lambda *a, **k: [_FakeGpu(), _FakeGpu()])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     r = within(
         240,
         flows.sweep,
@@ -396,6 +399,13 @@ def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     )
     assert r.manifest["executor"]["workers"] == 2
     assert set(r["env"].tolist()) == {10.0, 11.0} and not r["failed"].any()  # both devices used
+    # the cluster it started is closed: no worker or nanny process of it is left (only
+    # multiprocessing's resource tracker, which a first spawn starts for the whole process)
+    started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    gone, alive = psutil.wait_procs(
+        [p for p in started if "resource_tracker" not in " ".join(p.cmdline())], timeout=30
+    )
+    assert not alive, [" ".join(p.cmdline()) for p in alive]
 
 
 def test_workers_with_other_package_versions_are_refused(client, monkeypatch):
@@ -484,5 +494,5 @@ def test_figures_sweeps_run_on_the_given_executor(client, tmp_path):
     r = _common.sweep(ctx, lambda x: {"y": 3.0 * x}, {"x": [1.0, 2.0]}, chunk_size=1)
     assert r.manifest["executor"]["kind"] == "dask" and r["y"].tolist() == [3.0, 6.0]
     with pytest.raises(ValueError, match="`executor` must be one of"):
-        figures.make(["regime_map"], out=tmp_path, cache=tmp_path, executor="slurm")
-    assert not list(tmp_path.rglob("*.npz"))  # refused before anything was computed
+        figures.make(["regime_map"], out=tmp_path / "m", cache=tmp_path / "m", executor="slurm")
+    assert not list((tmp_path / "m").rglob("*.npz"))  # refused before anything was computed
