@@ -75,7 +75,8 @@ def limit_map(
             0.04 τ at :math:`L=4`); ``1e-30`` otherwise, as in :func:`analysis.regime_path`.
         max_passes: solves allowed per point.
         cache_dir, progress, sweep_options: passed to :func:`flows.sweep` (``workers`` defaults
-            to 1 here; see the comment in the code).
+            to 1 here with the thread runner; see the comment in the code). ``executor=`` runs
+            the sweep on a Dask cluster, as in :func:`flows.sweep`.
 
     >>> import flows, analysis
     >>> m = analysis.limit_map(flows.LinfSAM(1.0), [1.0, 2.0], ([0.5, 2.0], [0.5, 1.2]),
@@ -125,8 +126,9 @@ def limit_map(
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])
     # One host thread by default: with two, a 1600-point exact ℓ∞-SAM sweep hung both times it
     # was tried (both threads waiting inside XLA's execution, 15 s of CPU in 24 min); with one
-    # it took 47 s. Pass workers=... to override.
-    sweep_options.setdefault("workers", 1)
+    # it took 47 s. Pass workers=... to override. A Dask executor sizes its own workers.
+    if sweep_options.get("executor") in (None, "threads"):
+        sweep_options.setdefault("workers", 1)
     result = flows.sweep(
         point,
         {"alpha": grid},

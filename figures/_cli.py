@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--redraw", action="store_true", help="draw from the data saved in --cache; solve nothing"
     )
+    parser.add_argument(
+        "--executor",
+        choices=["threads", "dask"],
+        default="threads",
+        help="where sweeps run: host threads (default) or a local Dask cluster of one "
+        "worker process per core (flows.sweep's executor)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
 
@@ -70,6 +77,7 @@ def main(argv=None) -> int:
         quick=args.quick,
         redraw=args.redraw,
         progress=not args.quiet,
+        executor=args.executor,
     )
     if not args.quiet:
         n = sum(len(v) for v in written.values())

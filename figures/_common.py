@@ -117,12 +117,15 @@ class Context:
         cache: folder for sweep caches (``cache/sweeps``) and figure data (``cache/data``).
         quick: the smoke version (small grids, loose boundaries) for CI and tests.
         progress: progress bars over sweep chunks.
+        executor: where the figures' sweeps run (:func:`flows.sweep`'s ``executor``:
+            ``None`` for host threads, ``"dask"`` or a ``dask.distributed.Client``).
     """
 
     out: Path
     cache: Path
     quick: bool = False
     progress: bool = True
+    executor: object = None
 
     @property
     def sweeps(self) -> Path:
@@ -270,7 +273,9 @@ def load_data(ctx: Context, name: str) -> dict:
 
 
 def sweep(ctx: Context, fn, params, **kwargs):
-    """:func:`flows.sweep` with this run's cache folder and progress setting."""
+    """:func:`flows.sweep` with this run's cache folder, progress setting and executor."""
     import flows
 
-    return flows.sweep(fn, params, cache_dir=ctx.sweeps, progress=ctx.progress, **kwargs)
+    return flows.sweep(
+        fn, params, cache_dir=ctx.sweeps, progress=ctx.progress, executor=ctx.executor, **kwargs
+    )

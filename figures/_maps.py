@@ -90,6 +90,7 @@ def _phase(ctx, method, **axes):
         collapse_tol=COLLAPSE_TOL,
         cache_dir=ctx.sweeps,
         progress=ctx.progress,
+        executor=ctx.executor,
         order=cost_order,
     )
 

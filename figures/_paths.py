@@ -242,6 +242,7 @@ def compute_linf_limits(ctx: Context) -> dict:
             depth=L,
             cache_dir=ctx.sweeps,
             progress=ctx.progress,
+            executor=ctx.executor,
             order=_dying_first,
         )
         data[f"code/{L}"], data[f"leader/{L}"] = m.code, m.leader

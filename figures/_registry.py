@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import jax
+from flows._config import enable_compilation_cache
+from flows._sweep._executors import executor_factory
 
 from ._common import (
     Context,
@@ -35,6 +36,7 @@ def make(
     quick: bool = False,
     redraw: bool = False,
     progress: bool = True,
+    executor=None,
 ) -> dict[str, list[Path]]:
     """Compute (or, with ``redraw``, reload) and draw figures; return name -> written files.
 
@@ -45,16 +47,21 @@ def make(
         quick: the small smoke version (CI, tests); saved apart from the full data.
         redraw: draw from the data saved by the last run in ``cache``, solving nothing.
         progress: print progress and show progress bars.
+        executor: where the figures' sweeps run, as :func:`flows.sweep`'s ``executor``
+            (``None``: host threads; ``"dask"``; a ``dask.distributed.Client``). Boundary
+            searches and single trajectories run in this process either way.
 
     Raises:
         ValueError: before anything is computed, as :func:`check_paths`.
     """
     ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
     ctx.progress = progress
-    if not redraw and not jax.config.jax_compilation_cache_dir:
-        # Reuse compiled solvers across runs (most of a quick run is compilation).
-        jax.config.update("jax_compilation_cache_dir", str(ctx.cache / "jax-cache"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    executor_factory(executor, None, None)  # a bad executor is refused before any work
+    ctx.executor = executor
+    if not redraw:
+        # Reuse compiled solvers across runs (most of a quick run is compilation), in
+        # cache/jax-cache unless flows' own cache folder (or the user's) is configured.
+        enable_compilation_cache(ctx.cache / "jax-cache")
     written = {}
     for name in names:
         spec = FIGURES[name]

@@ -38,25 +38,36 @@ def default_cache_dir() -> Path | None:
     return Path(base) / "samflows" / "jax"
 
 
-def _enable_compilation_cache() -> None:
-    """Point JAX's persistent cache at :func:`default_cache_dir` unless one is configured."""
+def enable_compilation_cache(folder, min_compile_secs: float = 0.3) -> bool:
+    """Point JAX's persistent compilation cache at ``folder``; return whether it now is.
+
+    The one place where samflows sets JAX's global compilation-cache configuration
+    (at import with :func:`default_cache_dir`, in :func:`flows.sweep` and in the
+    figures). It does nothing, and returns False, when a cache folder is already
+    configured (the first choice, the user's included, wins), when
+    ``SAMFLOWS_COMPILATION_CACHE`` turns the cache off, when ``folder`` is None, or
+    when ``folder`` cannot be created and written (an unwritable home: the run goes
+    on without the cache rather than fail). Executables that take less than
+    ``min_compile_secs`` to compile are not written (JAX's default, 1 s, would skip
+    some first solves, which compile in 1-3 s).
+    """
     if jax.config.jax_compilation_cache_dir:
-        return  # the user's own choice wins
-    folder = default_cache_dir()
-    if folder is None:
-        return
+        return False
+    if folder is None or os.environ.get(CACHE_ENV, "").strip().lower() in _OFF:
+        return False
+    folder = Path(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
-        return  # an unwritable home: run without the cache rather than fail on import
+        return False
     if not os.access(folder, os.W_OK | os.X_OK):
-        return
+        return False
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    # A first solve compiles in 1-3 s; JAX's default threshold (1 s) would skip some.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.3)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_secs))
+    return True
 
 
-_enable_compilation_cache()
+enable_compilation_cache(default_cache_dir())
 
 _CHECKS_LOCK = threading.Lock()
 _CHECKS = {"depth": 0, "saved": "raise"}

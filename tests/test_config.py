@@ -2,9 +2,11 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -35,11 +37,11 @@ CHILD = textwrap.dedent(
 )
 
 
-def child(env):
+def child(env, code=CHILD, *args):
     env = {k: v for k, v in os.environ.items() if k != "SAMFLOWS_COMPILATION_CACHE"} | env
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -73,6 +75,55 @@ def test_the_switch_turns_the_cache_off(tmp_path, value):
 def test_the_switch_names_a_folder(tmp_path):
     out = child({"SAMFLOWS_COMPILATION_CACHE": str(tmp_path / "here")})
     assert out["dir"] == str(tmp_path / "here") and cache_entries(tmp_path / "here")
+
+
+# A fresh process: one sweep with a cache_dir, then the folder JAX's cache uses.
+SWEEP_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    import flows
+    r = flows.sweep(lambda x: {"y": 2.0 * x}, {"x": [1.0, 2.0]}, cache_dir=sys.argv[1],
+                    progress=False)
+    print(json.dumps({"dir": jax.config.jax_compilation_cache_dir, "y": r["y"].tolist()}))
+    """
+)
+
+
+@pytest.mark.parametrize("case", ["default", "off", "unwritable home"])
+def test_a_sweep_sets_the_cache_folder_only_where_none_is_chosen(tmp_path, case):
+    """The folder ``import flows`` chose wins over the sweep's ``cache_dir/jax-cache``; the
+    switch's ``off`` keeps the cache off through a sweep; only where flows could not set its
+    folder (a cache home that is a file, not a folder) does the sweep use its own."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    if case == "off":
+        env["SAMFLOWS_COMPILATION_CACHE"] = "off"
+    if case == "unwritable home":
+        (tmp_path / "xdg").write_text("a file where the cache home should be")
+    out = child(env, SWEEP_CHILD, str(tmp_path / "sweeps"))
+    assert out["y"] == [2.0, 4.0]
+    expected = {
+        "default": str(tmp_path / "xdg" / "samflows" / "jax"),
+        "off": None,
+        "unwritable home": str(tmp_path / "sweeps" / "jax-cache"),
+    }[case]
+    assert out["dir"] == expected
+    assert (tmp_path / "sweeps" / "jax-cache").exists() == (case == "unwritable home")
+
+
+def test_the_compilation_cache_is_configured_in_one_place():
+    """Issue 13: no module of flows, analysis or figures but flows/_config.py sets JAX's
+    compilation-cache options (benchmarks/compile.py measures the cache with its own)."""
+    setters = sorted(
+        os.path.relpath(path, ROOT)
+        for package in ("flows", "analysis", "figures")
+        for path in Path(ROOT, package).rglob("*.py")
+        if re.search(
+            r"config\.update\(\s*[\"']jax_(compilation_cache_dir|persistent_cache)",
+            path.read_text(),
+        )
+    )
+    assert setters == [os.path.join("flows", "_config.py")]
 
 
 def test_checked_errors_still_raise_under_jit():

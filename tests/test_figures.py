@@ -11,6 +11,7 @@ import pytest
 import analysis
 import figures
 import flows
+from tests.test_cli import one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +59,7 @@ def test_redraw_solves_nothing(quick_run, tmp_path, monkeypatch):
     written = figures.make(out=tmp_path, cache=cache, quick=True, redraw=True, progress=False)
     assert set(written) == set(figures.FIGURES)
     assert all(p.exists() for paths in written.values() for p in paths)
+
+
+def test_cli_executor_is_a_checked_choice(capsys):
+    one_line_error(capsys, lambda: figures.main(["--executor", "slurm", "--quiet"]), "--executor")

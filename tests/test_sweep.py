@@ -376,3 +376,10 @@ def test_cache_dir_that_cannot_be_a_folder_is_a_named_error(tmp_path):
     blocker.write_text("not a folder")
     with pytest.raises(ValueError, match="`cache_dir` must be a folder this process can write"):
         flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, cache_dir=blocker, progress=False)
+
+
+def test_sweep_internals_are_not_in_the_flows_namespace():
+    """Issue 13: the sweep's chunk-sizing helpers are internal (flows._sweep), not flows.*."""
+    for name in ("usable_cores", "default_chunk", "chunk_efficiency", "default_memory_budget"):
+        assert not hasattr(flows, name), name
+    assert {"sweep", "load_sweep", "SweepResult"} <= set(dir(flows))

@@ -385,6 +385,9 @@ def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     # only its own, without preallocation. (Workers run on the CPU here: no GPU on CI.)
     monkeypatch.setattr(jax, "local_devices", lambda *a, **k: [_FakeGpu(), _FakeGpu()])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     r = within(
         240,
         flows.sweep,
@@ -396,6 +399,13 @@ def test_dask_on_a_gpu_machine_starts_one_worker_per_device(monkeypatch):
     )
     assert r.manifest["executor"]["workers"] == 2
     assert set(r["env"].tolist()) == {10.0, 11.0} and not r["failed"].any()  # both devices used
+    # the cluster it started is closed: no worker or nanny process of it is left (only
+    # multiprocessing's resource tracker, which a first spawn starts for the whole process)
+    started = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    gone, alive = psutil.wait_procs(
+        [p for p in started if "resource_tracker" not in " ".join(p.cmdline())], timeout=30
+    )
+    assert not alive, [" ".join(p.cmdline()) for p in alive]
 
 
 def test_workers_with_other_package_versions_are_refused(client, monkeypatch):
@@ -446,3 +456,43 @@ def test_each_worker_compiles_the_chunk_function_once(client):
     # 3 small helper computations, measured with the thread runner), once.
     assert sum(first.values()) >= 1 and max(first.values()) <= 4, first
     assert second == first  # the second sweep compiled nothing
+
+
+def test_analysis_sweeps_run_on_the_cluster(client):
+    """``executor=`` reaches the sweeps of analysis.phase_diagram and analysis.limit_map
+    (limit_map's one-thread default is not forced on a Dask executor). Expected values are
+    independent: the phase diagram's regimes from the sympy bounds 0.19, 0.57, 0.94 of its
+    docstring, the limit map's from analysis.regime_path solved here point by point."""
+    import analysis
+
+    ds = analysis.phase_diagram(
+        flows.L2SAM(1.0),
+        [1.0, 2.0, 3.0],
+        alpha=[0.05, 0.6, 3.0],
+        rho=1.0,
+        executor=client,
+        progress=False,
+    )
+    names = ds.attrs["regimes"].split()
+    assert [names[c] for c in ds["code"].values] == ["collapse", "sequential", "direct"]
+    mu, alphas = [1.0, 2.0], [0.2, 0.3]
+    out = analysis.limit_map(
+        flows.L2SAM(0.1), mu, (alphas, alphas), depth=3, executor=client, progress=False
+    )
+    for i, x in enumerate(alphas):
+        for j, y in enumerate(alphas):
+            r = analysis.regime_path(flows.L2SAM(0.1), mu, [x, y], depth=3)
+            assert analysis.REGIMES[out.code[i, j]] == r.regime
+            assert out.leader[i, j] == r.sequence[-1]
+
+
+def test_figures_sweeps_run_on_the_given_executor(client, tmp_path):
+    import figures
+    from figures import _common
+
+    ctx = figures.Context(out=tmp_path, cache=tmp_path, executor=client)
+    r = _common.sweep(ctx, lambda x: {"y": 3.0 * x}, {"x": [1.0, 2.0]}, chunk_size=1)
+    assert r.manifest["executor"]["kind"] == "dask" and r["y"].tolist() == [3.0, 6.0]
+    with pytest.raises(ValueError, match="`executor` must be one of"):
+        figures.make(["regime_map"], out=tmp_path / "m", cache=tmp_path / "m", executor="slurm")
+    assert not list((tmp_path / "m").rglob("*.npz"))  # refused before anything was computed

@@ -13,7 +13,8 @@ stderr and the full message in the manifest. A tracing or compilation error, or
 an output name the sweep reserves, is a mistake in ``fn``: it is raised, never
 counted as a point failure.
 
-Global JAX configuration is set here only (:func:`configure_jax`).
+The compilation cache of ``compile_cache_dir`` is set, as everywhere in samflows, by
+:func:`flows._config.enable_compilation_cache` (a folder already configured wins).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
+from .._config import enable_compilation_cache
 from ._grid import fill_failed, pad_chunk
 from ._store import save_chunk
 
@@ -76,17 +78,6 @@ def default_memory_budget() -> int:
     except (ValueError, OSError, AttributeError):
         total = 8 << 30
     return int(min(2 << 30, total // 4))
-
-
-def configure_jax(compile_cache_dir: str | None) -> None:
-    """Enable JAX's persistent compilation cache in ``compile_cache_dir`` (once per process).
-
-    The only place where the sweep changes JAX's global configuration. A cache
-    already configured by the user is kept.
-    """
-    if compile_cache_dir and not jax.config.jax_compilation_cache_dir:
-        jax.config.update("jax_compilation_cache_dir", str(compile_cache_dir))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 class _QuietCallbacks(logging.Filter):
@@ -207,7 +198,7 @@ class ChunkFn:
 
     def runner(self, ci: int) -> _Runner:
         """The compiled chunk function of static combination ``ci`` in this process."""
-        configure_jax(self.compile_cache_dir)
+        enable_compilation_cache(self.compile_cache_dir)
         # Keyed by the static values, not by their index ci: two sweeps of one function with
         # different single static values both have ci = 0 (the second got the first's results).
         rkey = (self.fn_id, tuple(self.statics), tuple(self.combos[ci]))

@@ -105,9 +105,12 @@ def sweep(
             results, the key and the cache are the same for every executor; the
             manifest records which one ran.
         progress: show a progress bar over chunks (tqdm, on stderr).
-        compile_cache: with a ``cache_dir``, enable JAX's persistent compilation
-            cache in ``cache_dir/jax-cache`` unless one is already configured, so a
-            second process reuses the compiled chunk function. JAX caches no
+        compile_cache: with a ``cache_dir``, in each process that computes chunks,
+            enable JAX's persistent compilation cache in ``cache_dir/jax-cache``
+            unless a cache folder is already configured there (``import flows``
+            configures its own, ``~/.cache/samflows/jax`` or
+            ``$SAMFLOWS_COMPILATION_CACHE``, which wins) or that variable turns the
+            cache off; so a second process reuses the compiled chunk function. JAX caches no
             executable that contains host callbacks, which equinox's runtime checks
             (``eqx.error_if``, used by flows and diffrax) are unless the environment
             sets ``EQX_ON_ERROR=nan`` before equinox is imported.
