@@ -57,6 +57,30 @@ def test_scipy_ends_within_its_budget():
     assert float(tr.t_end) == 0.0 and np.array_equal(tr.theta_end, TH)
 
 
+def test_scipy_stuck_step_ends_long_before_the_call_budget(monkeypatch):
+    """The issue's own call, at the default budget (100,000 steps, 5 million calls): LSODA
+    never completes a step, and the run ends after the 2,000 calls one step may take
+    (counted here around ``solve_ivp``, independently of the backend's own counter)."""
+    import scipy.integrate
+
+    original, calls = scipy.integrate.solve_ivp, {"n": 0}
+
+    def counting(fun, *args, jac=None, **kw):
+        def counted(f):
+            def g(*a):
+                calls["n"] += 1
+                return f(*a)
+
+            return g
+
+        return original(counted(fun), *args, jac=None if jac is None else counted(jac), **kw)
+
+    monkeypatch.setattr(scipy.integrate, "solve_ivp", counting)
+    tr = flows.solve(flows.L2SAM(1e300), DATA, TH, t1=10, rescaled=True, backend="scipy")
+    assert tr.status_name == "max_steps" and float(tr.t_end) == 0.0
+    assert 2000 <= calls["n"] <= 2010, calls
+
+
 @pytest.mark.parametrize("backend", ["diffrax", "scipy"])
 @pytest.mark.parametrize("alpha", [1e200, 1e300])
 def test_overflowing_beta_is_nonfinite(backend, alpha):
