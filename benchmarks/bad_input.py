@@ -8,7 +8,8 @@ ragged lists, wrong shapes, NaN, inf, zero, negative numbers, and magnitudes fro
 * ``named``: a ``ValueError``/``TypeError`` whose message names the argument;
 * ``accepted``: a finite result (a trajectory: with a status that agrees with it, and
   for the scale-invariant rescaled flows the same status and scaled event time as
-  its scale twin at magnitude 1);
+  its scale twin at magnitude 1; exact ℓ∞-SAM at large ρ/α against the closed-form
+  collapse time; ``analysis.regime_path`` against its scale twin at magnitude 1);
 * anything else, listed one per line: an error that names no argument or the wrong
   one, another exception type, a non-finite or inconsistent result, a wrong answer
   (scale twin disagrees), or a timeout.
@@ -37,7 +38,8 @@ import analysis
 import flows
 
 TIMEOUT_S = 120  # a first solve of a new configuration compiles for up to ~40 s on 2 busy cores
-DATA = flows.single_example([1.0, 2.0, 3.0])
+MU3 = [1.0, 2.0, 3.0]
+DATA = flows.single_example(MU3)
 THETA = flows.balanced_init(0.5, 2, 3)
 TWO = flows.Dataset([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]], [1, -1])
 
@@ -113,6 +115,40 @@ def _twin(status0, t0):
             return (
                 f"scale twin disagrees: {traj.status_name} at tau={float(traj.t_end):.6g}, "
                 f"twin {status0} at tau={t0:.6g}"
+            )
+        return None
+
+    return check
+
+
+def _collapse_at(tau):
+    """An exact ℓ∞-SAM run that must collapse at ``tau`` (to 1e-3: the collapse event is at
+    ‖θ‖ = 1e-6‖θ₀‖, just before the last weight dies)."""
+
+    def check(traj):
+        problem = _trajectory_problem(traj)
+        if problem:
+            return problem
+        if traj.status_name != "collapsed" or abs(float(traj.t_end) - tau) > 1e-3 * tau:
+            return (
+                f"wrong answer: {traj.status_name} at tau={float(traj.t_end):.6g}, "
+                f"closed form: collapsed at tau={tau:.6g}"
+            )
+        return None
+
+    return check
+
+
+def _regime_twin(ref):
+    """A regime_path scale twin of ``ref``: same regime, status and τ_end (L = 2)."""
+
+    def check(r):
+        if (r.regime, r.status) != (ref.regime, ref.status) or abs(r.t_end - ref.t_end) > (
+            1e-6 * ref.t_end
+        ):
+            return (
+                f"scale twin disagrees: {r.regime}/{r.status} at tau={r.t_end:.6g}, "
+                f"twin {ref.regime}/{ref.status} at tau={ref.t_end:.6g}"
             )
         return None
 
@@ -248,6 +284,40 @@ def cases():
                         _twin(ref.status_name, float(ref.t_end)),
                     )
                 )
+    # exact ℓ∞-SAM at large ρ/α (L = 2, balanced, rescaled): w_j = ρ + (α - ρ)e^{μ_j τ}
+    # dies at τ_j = -log(1 - α/ρ)/μ_j; the run collapses when the last (μ = 1) dies
+    for backend, rhos in (("diffrax", (1e5, 1e6, 1e8, 1e10, 1e20)), ("scipy", (1e6, 1e10))):
+        for rho in rhos:
+            out.append(
+                (
+                    f"solve[{backend}, LinfSAM, rescaled]",
+                    "rho",
+                    f"{rho:g}",
+                    (
+                        lambda rho=rho, backend=backend: flows.solve(
+                            flows.LinfSAM(rho),
+                            DATA,
+                            THETA,
+                            t1=10.0,
+                            rescaled=True,
+                            backend=backend,
+                        )
+                    ),  # fmt: skip
+                    _collapse_at(-math.log1p(-0.5 / rho)),
+                )
+            )
+    # regime_path scale twins: (ρ, α) = λ(1, 0.1) collapses at every λ
+    ref = analysis.regime_path(flows.L2SAM(1.0), MU3, 0.1)
+    for lam in (1e-20, 1e-30, 1e-100, 1e20, 1e100):
+        out.append(
+            (
+                "regime_path[L2SAM]",
+                "alpha",
+                f"scale {lam:g}",
+                (lambda lam=lam: analysis.regime_path(flows.L2SAM(lam), MU3, 0.1 * lam)),
+                _regime_twin(ref),
+            )
+        )
     # analysis
     traj = flows.solve(flows.GD(), DATA, THETA, t1=1.0, rescaled=True, dense=True)
     add("dominant_index", "traj", WRONG_TYPES, analysis.dominant_index)

@@ -13,7 +13,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from . import _rk
-from ._dynamics import clock_of, initial_state, is_finite, is_representable, theta_of
+from ._dynamics import (
+    clock_of,
+    initial_state,
+    is_finite,
+    is_representable,
+    overflow_headroom,
+    theta_of,
+)
 from ._events import diffrax_event, status_from_result, stop_conditions
 from ._trajectory import DenseOutput, Status, make_trajectory
 
@@ -58,8 +65,13 @@ def solve_smooth(field, theta0, ts, t1, options):
     stops = stop_conditions(field.data, field.loss, theta0, options, field.rescaled)
     # One scalar condition g = min_i(-s_i c_i), positive while the run goes on; it
     # crosses 0 downwards at the first event, and is -1 on a state whose θ or β is
-    # not finite (β = ∏θ can overflow alone).
-    margins_fn = lambda y: jnp.stack([-s * c(theta_of(y)) for c, s, _ in stops] + [jnp.inf])  # noqa: E731
+    # not finite. β = ∏θ can overflow alone (an escape at |θ| ~ 1e150 and L = 2):
+    # its room before overflow is a condition too, so that the event it sets off is
+    # read as `nonfinite`, not as the nearest stopping condition (it was `escaped`
+    # at ‖θ‖ = 1.3e4 ‖θ₀‖, short of the threshold 1e6; issue 15).
+    margins_fn = lambda y: jnp.stack(  # noqa: E731
+        [-s * c(theta_of(y)) for c, s, _ in stops] + [overflow_headroom(theta_of(y))]
+    )
 
     def condition(t, y, args):
         return jnp.where(is_representable(theta_of(y)), jnp.min(margins_fn(y)), -1.0)

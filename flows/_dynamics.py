@@ -16,6 +16,7 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
 """
 
 import functools
+import math
 
 import equinox as eqx
 import jax
@@ -223,6 +224,17 @@ def euler_step(method: AbstractMethod, data: Dataset, loss: str, theta, lr, k):
 def is_finite(y):
     """True when every entry of θ in the state ``y`` (θ, or (θ, clock)) is finite."""
     return jnp.all(jnp.isfinite(theta_of(y)))
+
+
+_LOG_MAX = math.log(float(jnp.finfo(jnp.float64).max))
+
+
+def overflow_headroom(theta):
+    r""":math:`\log(\mathrm{max\,float})-\max_j\sum_l\log|\theta_{lj}|`: the room left before
+    :math:`|\beta_j|=\prod_l|\theta_{lj}|` overflows, in log space (no overflow itself).
+    Positive while β is finite (up to rounding), 0 where it overflows: a continuous
+    event condition in the units of the escape condition (a logarithm)."""
+    return _LOG_MAX - jnp.max(jnp.sum(jnp.log(jnp.abs(theta)), axis=0))
 
 
 def is_representable(theta):

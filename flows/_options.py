@@ -149,7 +149,7 @@ class SolverOptions(eqx.Module):
         dense: bool = False,
         real_time: bool | str = "auto",
     ):
-        if backend not in BACKENDS:
+        if not isinstance(backend, str) or backend not in BACKENDS:
             raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
         self.backend = backend
         self.solver = _check_solver(solver, backend)

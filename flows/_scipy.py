@@ -8,11 +8,11 @@ flattened to a vector; for the rescaled flow it ends with the clock state
 Every run ends within its budget: ``solve_ivp`` has no step budget of its own,
 so steps are counted by an event (``flows._events.step_budget_event``) and the
 calls of the field and its Jacobian are counted here, ``CALLS_PER_STEP`` per step
-of the budget; LSODA can call the field for ever without finishing a step (it
-never left t = 0 on ℓ2-SAM at ρ = 1e300, issue 15). A spent call budget ends the
-run with ``max_steps`` at the last completed step; there is no dense output then,
-so the saving times after t = 0 are NaN. ``NONFINITE_CALLS`` consecutive
-non-finite field values end it as ``nonfinite``.
+of the budget, and at most ``CALLS_PER_STUCK_STEP`` for one step; LSODA can call the
+field for ever without finishing a step (it never left t = 0 on ℓ2-SAM at ρ = 1e300,
+issue 15). A spent call budget ends the run with ``max_steps`` at the last completed
+step; there is no dense output then, so the saving times after t = 0 are NaN.
+``NONFINITE_CALLS`` consecutive non-finite field values end it as ``nonfinite``.
 """
 
 from types import SimpleNamespace
@@ -31,6 +31,11 @@ _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it (as d
 # Field and Jacobian calls allowed per step of the budget: Radau's Newton loop takes
 # up to 3 x 6 field calls per try, and a step may be tried a few times.
 CALLS_PER_STEP = 50
+# Field and Jacobian calls allowed without completing a step: a step that takes more
+# is stuck (LSODA at L2SAM(1e300) never finishes its first one; with the default
+# budget of 100,000 steps the call budget alone let it run for ~5 million calls,
+# 6-7 minutes, before ending with max_steps).
+CALLS_PER_STUCK_STEP = 2000
 NONFINITE_CALLS = 200  # consecutive non-finite field values that end a run
 
 
@@ -118,12 +123,15 @@ def _solve_ivp(fun, jac, s0, t1, z0, events, options, atol, max_steps):
     """
     implicit = options.solver in ("LSODA", "Radau", "BDF")
     budget = step_budget_event(max_steps)
-    calls = {"n": 0, "bad": 0}
+    calls = {"n": 0, "bad": 0, "step": 0, "here": 0}
     limit = CALLS_PER_STEP * max_steps
 
     def count():
         calls["n"] += 1
-        if calls["n"] > limit:
+        if budget.state["count"] != calls["step"]:  # a step was completed since
+            calls["step"], calls["here"] = budget.state["count"], 0
+        calls["here"] += 1
+        if calls["n"] > limit or calls["here"] > CALLS_PER_STUCK_STEP:
             raise _Spent(Status.MAX_STEPS)
 
     def counted_fun(s, z):

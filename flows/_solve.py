@@ -12,14 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _diffrax
-from ._config import as_float64, cacheable_checks
+from ._config import cacheable_checks
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
 from ._options import OPTION_DEFAULTS, SolverOptions
 from ._problem import Dataset, check_loss, check_theta
 from ._trajectory import Trajectory
-from ._validate import check_scalar, is_traced
+from ._validate import as_array, check_scalar, is_traced
 
 # `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
 # SolverOptions from them, unless the options object is passed whole.
@@ -34,7 +34,7 @@ def _backend(name: str):
 def _check_ts(ts, t1):
     if ts is None:
         return jnp.linspace(0.0, t1, 101)
-    ts = as_float64(ts)
+    ts = as_array("ts", ts, what="a 1-D array of saving times")
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
     message = "`ts` must be finite, non-decreasing and within [0, t1]"
@@ -125,8 +125,8 @@ def solve(
             :math:`10^{-10}\max|\theta_0|`, so that the scale twins take the same
             steps at every magnitude; a number is an absolute tolerance.
         max_steps: step budget. The scipy backend also stops (``max_steps``) after
-            ``50 max_steps`` calls of the field and its Jacobian (LSODA can call it
-            for ever without finishing a step).
+            ``50 max_steps`` calls of the field and its Jacobian, or 2,000 calls without
+            completing a step (LSODA can call it for ever without finishing a step).
         collapse_tol: relative collapse threshold in (0, 1), or None for no event.
         escape_tol: relative escape threshold > 1, or None for no event. The
             default ``"auto"`` means 1e6 for the rescaled flow and no event for the

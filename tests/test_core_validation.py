@@ -204,6 +204,14 @@ TWO = flows.Dataset([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]], [1, -1])
         (lambda: flows.iterate(flows.GD(), None, THETA3, lr=0.1, steps=1), TypeError, "`data`"),
         (lambda: flows.iterate(flows.GD(), DATA3, THETA3, lr="a", steps=1), TypeError, "`lr`"),
         (lambda: flows.iterate(flows.GD(), DATA3, THETA3, lr=0.1, steps=2.0), TypeError, "`steps`"),
+        (lambda: flows.solve(flows.GD(), DATA3, THETA3, t1=1.0, ts="abc"), TypeError, "`ts`"),
+        (lambda: flows.solve(flows.GD(), DATA3, THETA3, t1=1.0, ts=1 + 2j), TypeError, "`ts`"),
+        (lambda: flows.solve(flows.GD(), DATA3, THETA3, t1=1, ts=[0.0, [1.0]]), ValueError, "`ts`"),
+        (
+            lambda: flows.solve(flows.GD(), DATA3, THETA3, t1=1.0, backend=np.ones(2)),
+            ValueError,
+            "`backend`",
+        ),
     ],
 )
 def test_issue15_bad_input_names_the_argument(call, error, name):

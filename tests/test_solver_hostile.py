@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.optimize
 
 import flows
 
@@ -57,6 +58,30 @@ def test_scipy_ends_within_its_budget():
     assert float(tr.t_end) == 0.0 and np.array_equal(tr.theta_end, TH)
 
 
+def test_scipy_stuck_step_ends_long_before_the_call_budget(monkeypatch):
+    """The issue's own call, at the default budget (100,000 steps, 5 million calls): LSODA
+    never completes a step, and the run ends after the 2,000 calls one step may take
+    (counted here around ``solve_ivp``, independently of the backend's own counter)."""
+    import scipy.integrate
+
+    original, calls = scipy.integrate.solve_ivp, {"n": 0}
+
+    def counting(fun, *args, jac=None, **kw):
+        def counted(f):
+            def g(*a):
+                calls["n"] += 1
+                return f(*a)
+
+            return g
+
+        return original(counted(fun), *args, jac=None if jac is None else counted(jac), **kw)
+
+    monkeypatch.setattr(scipy.integrate, "solve_ivp", counting)
+    tr = flows.solve(flows.L2SAM(1e300), DATA, TH, t1=10, rescaled=True, backend="scipy")
+    assert tr.status_name == "max_steps" and float(tr.t_end) == 0.0
+    assert 2000 <= calls["n"] <= 2010, calls
+
+
 @pytest.mark.parametrize("backend", ["diffrax", "scipy"])
 @pytest.mark.parametrize("alpha", [1e200, 1e300])
 def test_overflowing_beta_is_nonfinite(backend, alpha):
@@ -67,6 +92,34 @@ def test_overflowing_beta_is_nonfinite(backend, alpha):
         flows.L2SAM(alpha), DATA, theta0, t1=10, rescaled=True, backend=backend, max_steps=500
     )
     assert tr.status_name == "nonfinite"
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_beta_overflowing_before_the_escape_is_nonfinite_not_escaped(backend):
+    r"""Rescaled GD, L = 2, from α = 0.6e150: :math:`w_j=\alpha e^{\mu_j\tau}`, so
+    :math:`\beta_3=\alpha^2e^{6\tau}` overflows at :math:`\tau^*=(\log\beta_{max}-2\log\alpha)/6
+    = 3.338` while ‖θ‖/‖θ₀‖ ≈ 1.3e4 is far below the escape threshold 1e6 (reached at
+    4.788 by the twins below 1e150). diffrax ended `escaped` at τ*: the overflow event was
+    read as the nearest stopping condition. It is `nonfinite`; diffrax stops at τ*, scipy
+    (no overflow event) at the escape time with β = inf."""
+    alpha, mu3 = 0.6e150, 3.0
+    tau_star = (np.log(np.finfo(np.float64).max) - 2 * np.log(alpha)) / (2 * mu3)
+    tr = flows.solve(
+        flows.GD(), DATA, flows.balanced_init(alpha, 2, 3), t1=50.0, rescaled=True,
+        backend=backend,
+    )  # fmt: skip
+    assert tr.status_name == "nonfinite"
+    if backend == "diffrax":
+        np.testing.assert_allclose(float(tr.t_end), tau_star, rtol=1e-7)
+    # at 1e100 the same run escapes, at the twin's time: τ with e^{...} closed form
+    ref = flows.solve(
+        flows.GD(), DATA, flows.balanced_init(0.6e100, 2, 3), t1=50.0, rescaled=True,
+        backend=backend,
+    )  # fmt: skip
+    assert ref.status_name == "escaped"
+    norm = lambda t: np.sqrt(np.sum(2 * np.exp(2 * np.array([1.0, 2.0, 3.0]) * t)))  # noqa: E731
+    escape = scipy.optimize.brentq(lambda t: norm(t) - 1e6 * norm(0.0), 0.0, 10.0, xtol=1e-14)
+    np.testing.assert_allclose(float(ref.t_end), escape, rtol=1e-7)
 
 
 # (rule, ρ at λ = 1, α at λ = 1, depth L, τ1 at λ = 1): GD grows, ℓ2-SAM collapses
