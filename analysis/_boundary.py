@@ -5,7 +5,10 @@ LE-SAM's σ or :math:`\rho_{\max}` at fixed α, ... Each point is the rescaled s
 from the balanced start :math:`w^{(l)}(0)=\alpha`, classified by the same facts as
 :func:`analysis.regime_path`: status ``collapsed``, or the escape / settled certificates of
 :func:`analysis.certificate`, continued pass after pass (vmapped over the undecided points, one
-compilation) until each point is decided.
+compilation) until each point is decided. A point whose start already decides it
+(:func:`analysis._run.start_code`: the certificates hold at :math:`\tau=0`) is not integrated;
+exact ℓ∞-SAM's balanced starts are all of this kind (claim C2), so its search never compiles the
+batched solver.
 """
 
 from typing import NamedTuple
@@ -28,7 +31,7 @@ from ._problem import (
     check_positive,
 )
 from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED
-from ._run import run, run_options
+from ._run import run, run_options, start_code
 
 KINDS = ("collapse", "direct")
 
@@ -82,12 +85,32 @@ def _batch(methods, data, theta0, depth, options, loss, need, max_passes):
     return jax.vmap(one)(methods, theta0)
 
 
+@eqx.filter_jit
+def _start(methods, data, theta0, depth, loss, need):
+    """:func:`analysis._run.start_code` vmapped: the code each start decides alone, else -1."""
+    one = lambda m, th: start_code(m, data, th, depth=depth, need=need, loss=loss)  # noqa: E731
+    return jax.vmap(one)(methods, theta0)
+
+
 def _classify(methods, data, depth, alphas, *, kind, options, loss, max_passes):
-    """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ..."""
+    """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ...
+
+    Points whose start already decides them (:func:`analysis._run.start_code`, e.g. exact
+    ℓ∞-SAM: every coordinate trapped below ρ, or escaped above it) are not integrated; only the
+    rest go to the batched solver, which is not even compiled when none is left.
+    """
     theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
-    codes = _batch(_stack(methods), data, theta0, depth, options, loss, need, max_passes)
-    return np.asarray(codes)
+    batched = _stack(methods)
+    codes = np.array(_start(batched, data, theta0, depth, loss, need))
+    open_ = np.flatnonzero(codes < 0)
+    if open_.size:
+        arrays, static = eqx.partition(batched, eqx.is_array)
+        rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
+        codes[open_] = np.asarray(
+            _batch(rest, data, theta0[open_], depth, options, loss, need, max_passes)
+        )
+    return codes
 
 
 def _check_family(family, p, d):
@@ -308,6 +331,14 @@ def critical_alpha(
     on it (ℓ2-SAM at odd :math:`L`, whose weights never decrease; GD at any depth) the result
     is NaN (``full_output``: ``exists=False``), not an error.
 
+    Exact ℓ∞-SAM (claim C2): the balanced coordinates decouple,
+    :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}`, so :math:`\alpha_c=\rho` exactly at every
+    :math:`L\ge2`. Below ρ the run collapses at even :math:`L` and stalls at odd :math:`L`
+    (it creeps up to the equilibrium ρ: no collapse, but no escape either, and ``"collapse"``
+    counts a stall on the below side, :func:`boundary`), so the result is ρ at odd
+    :math:`L\ge3` too: the stall/escape boundary. At :math:`L=1` (:math:`\dot w=\mu`) every
+    start escapes: NaN. Both sides are certified at :math:`\tau=0`, so nothing is integrated.
+
     For ℓ2-SAM at :math:`L=2` it lies strictly between the sympy bounds of
     :func:`analysis.l2sam_thresholds`; for :math:`d=1` it is exactly :math:`\rho/\sqrt2`.
 
@@ -325,6 +356,8 @@ def critical_alpha(
     0.70710678
     >>> import math; math.isnan(analysis.critical_alpha(flows.L2SAM(1.0), [1.0, 2.0], depth=3))
     True
+    >>> round(analysis.critical_alpha(flows.LinfSAM(0.5), [1.0, 2.0], depth=4), 8)  # C2: ρ
+    0.5
     """
     return _alpha_search(method, mu, depth, "collapse", bracket, scan, full_output, options)
 

@@ -28,6 +28,7 @@ from ._problem import log_growth_rates
 from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, default_escape_tol
 
 BISECTIONS = 60
+NEEDS = ("path", "direct", "escape", "limit")
 
 
 def run_options(
@@ -42,6 +43,58 @@ def run_options(
         max_steps=max_steps,
         escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
     )
+
+
+def _check_need(need):
+    if need not in NEEDS:
+        raise ValueError(f"`need` must be 'path', 'direct', 'escape' or 'limit'; got {need!r}.")
+
+
+def _facts(method, theta, mu, bound, depth):
+    """(trapped mask, escaped, leader, settled, stalled) of a state: the certificates of
+    :mod:`analysis._certify` that :func:`analysis._regime.decide` reads."""
+    trap = trapped(method, theta, depth)
+    escaped, leader, settled = certificate(theta, mu, bound, depth, trap)
+    return trap, escaped, leader, settled, never_escapes(method, theta, depth)
+
+
+def start_code(method, data, theta0, *, depth: int, need: str = "escape", loss: str = "logistic"):
+    r"""The regime code that the start ``theta0`` alone decides, else -1 (traceable).
+
+    :func:`analysis._regime.decide` applied to the certificates of ``theta0`` itself
+    (:math:`\tau=0`, status ``ok``, order intact), before any solve: exactly the rule :func:`run`
+    applies after each pass, so a point decided here gets the code :func:`run` would give it.
+    The certificates are facts about the state, valid for all later times, e.g.
+
+    * exact ℓ∞-SAM at even :math:`L`, every :math:`\alpha_j<\rho`: every coordinate trapped
+      (:func:`analysis._certify.trapped`), ``collapse``;
+    * exact ℓ∞-SAM at odd :math:`L\ge3`, every :math:`\alpha_j<\rho`: ``stalled``
+      (:func:`analysis._certify.never_escapes`);
+    * some :math:`\min_l w_{lk}>e` (:func:`analysis.certificate`): escaped, which decides
+      ``need="escape"`` (any depth; at :math:`L=1` every start).
+
+    ``need="direct"`` / ``"path"`` also read :math:`j^\dagger(0^+)` (the tie rule of
+    :func:`analysis._dominant.initial_index`), as :func:`run` does. The boundary searches
+    (:func:`analysis.boundary`) classify such points without integrating, and without
+    compiling the batched solver at all when every point of a round is decided here.
+    """
+    _check_need(need)
+    theta0 = jnp.asarray(theta0)
+    mu = data.X[0]
+    target = jnp.argmax(mu)
+    bound = perturbation_bound(method)
+    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound, depth)
+    if need == "escape":  # j† is not tracked; an escape overrides any settled leader
+        other = jnp.asarray(False)
+    else:
+        rates = log_growth_rates(method, data, loss, True, theta0)
+        other = initial_index(theta0, rates) != target
+    lead = invariant_leader(method, theta0, mu, depth)
+    code = decide(
+        jnp.asarray(flows.Status.OK), escaped, settled, leader, jnp.asarray(True), lead, other,
+        target, "path" if need == "limit" else need, stalled, jnp.all(trap),
+    )  # fmt: skip
+    return jnp.asarray(code, int)
 
 
 def run(
@@ -88,8 +141,7 @@ def run(
         ``leader`` (the settled leader of the escape, 0-based; -1 for a collapse, a stalled
         or an undetermined run).
     """
-    if need not in ("path", "direct", "escape", "limit"):
-        raise ValueError(f"`need` must be 'path', 'direct', 'escape' or 'limit'; got {need!r}.")
+    _check_need(need)
     track = need in ("path", "direct")
     solver_options = options.replace(dense=track)
     mu = data.X[0]
@@ -126,9 +178,7 @@ def run(
         if track:
             out.update(_track(traj, c, intact, target, max_switches, n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
-        trap = trapped(method, traj.theta_end, depth)
-        escaped, leader, settled = certificate(traj.theta_end, mu, bound, depth, trap)
-        stalled = never_escapes(method, traj.theta_end, depth)
+        trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound, depth)
         code = decide(
             traj.status, escaped, settled, leader, ~lost, lead, out["other"], target,
             "path" if need == "limit" else need, stalled, jnp.all(trap),

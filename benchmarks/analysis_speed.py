@@ -1,16 +1,19 @@
 """Issue 10's speed targets, each measured cold in a fresh process (wall and process CPU time).
 
 * ``python -m analysis check``: target <= 90 s cold on 2 CPU cores;
-* ``analysis.critical_alpha(flows.L2SAM(1.0), (1..5), depth=L)`` for L = 2..8: <= 20 s cold each;
+* ``analysis.critical_alpha(flows.L2SAM(1.0), (1..5), depth=L)`` for L = 2..8: <= 20 s cold each
+  (``--method LinfSAM``: exact ℓ∞-SAM instead);
 * a 128×128 ``analysis.phase_diagram`` at L = 4 (α, ρ log-spaced): <= 30 s.
 
-Usage: ``python benchmarks/analysis_speed.py [--skip-check] [--depths 2,4,6,8]``. Each
-measurement runs in its own interpreter (no warm JIT cache, no persistent compilation cache), so
+Usage: ``python benchmarks/analysis_speed.py [--skip-check] [--skip-phase] [--method LinfSAM]
+[--depths 2,4,6,8]``. Each measurement runs in its own interpreter (no warm JIT cache, and
+``SAMFLOWS_COMPILATION_CACHE=off``: no persistent compilation cache), so
 compile time is included; the printed CPU time is the child's user + system time.
 """
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -19,7 +22,7 @@ import time
 CRITICAL = """
 import flows, analysis, time
 t = time.perf_counter()
-b = analysis.critical_alpha(flows.L2SAM(1.0), [1.0, 2.0, 3.0, 4.0, 5.0], depth={depth},
+b = analysis.critical_alpha(flows.{method}(1.0), [1.0, 2.0, 3.0, 4.0, 5.0], depth={depth},
                             full_output=True)
 print({{"value": b.value, "exists": b.exists, "solves": b.solves,
         "inner_s": time.perf_counter() - t}})
@@ -40,7 +43,8 @@ def _child(args):
     """Run a child process; (wall s, child CPU s, its stdout's last line)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    out = subprocess.run(args, capture_output=True, text=True, check=True)
+    env = {**os.environ, "SAMFLOWS_COMPILATION_CACHE": "off"}
+    out = subprocess.run(args, capture_output=True, text=True, check=True, env=env)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -52,16 +56,20 @@ def main():
     parser.add_argument("--skip-check", action="store_true")
     parser.add_argument("--depths", default="2,3,4,5,6,7,8")
     parser.add_argument("--n", type=int, default=128)
+    parser.add_argument("--skip-phase", action="store_true")
+    parser.add_argument("--method", choices=("L2SAM", "LinfSAM"), default="L2SAM")
     args = parser.parse_args()
     rows = []
     if not args.skip_check:
         wall, cpu, last = _child([sys.executable, "-m", "analysis", "check"])
         rows.append(("python -m analysis check", wall, cpu, 90.0, last))
     for depth in (int(x) for x in args.depths.split(",")):
-        wall, cpu, last = _child([sys.executable, "-c", CRITICAL.format(depth=depth)])
-        rows.append((f"critical_alpha L={depth}", wall, cpu, 20.0, last))
-    wall, cpu, last = _child([sys.executable, "-c", PHASE.format(n=args.n)])
-    rows.append((f"phase_diagram {args.n}x{args.n} L=4", wall, cpu, 30.0, last))
+        code = CRITICAL.format(depth=depth, method=args.method)
+        wall, cpu, last = _child([sys.executable, "-c", code])
+        rows.append((f"critical_alpha {args.method} L={depth}", wall, cpu, 20.0, last))
+    if not args.skip_phase:
+        wall, cpu, last = _child([sys.executable, "-c", PHASE.format(n=args.n)])
+        rows.append((f"phase_diagram {args.n}x{args.n} L=4", wall, cpu, 30.0, last))
     print(f"{'workload':34s} {'wall s':>8s} {'cpu s':>8s} {'target':>7s}  verdict  result")
     for name, wall, cpu, target, last in rows:
         verdict = "met" if wall <= target else "missed"

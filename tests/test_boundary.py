@@ -79,6 +79,32 @@ def test_no_collapse_at_odd_depth_is_a_documented_nan(depth):
     assert math.isnan(analysis.critical_alpha(flows.GD(), MU, depth=2))  # GD never collapses
 
 
+@pytest.mark.parametrize(("depth", "rho"), [*((L, 1.0) for L in range(2, 9)), (4, 0.3)])
+def test_linf_sam_alpha_c_is_rho_at_every_depth(depth, rho, monkeypatch):
+    # Claim C2: exact ℓ∞-SAM decouples, dw_j/dτ = μ_j (w_j − ρ)^{L−1} for balanced w_j > 0, so
+    # w_j = ρ is an equilibrium of each coordinate: every α < ρ stays below ρ (even L: every
+    # layer shrinks, collapse; odd L: it creeps up to ρ, stalled) and every α > ρ blows up.
+    # Hence α_c = ρ exactly. Both sides are certified at τ = 0 (every |w| < ρ: trapped /
+    # never_escapes; min w > ρ: the escape certificate), so the search integrates nothing:
+    # the batched solver must not be called (it took minutes to compile at L = 4).
+    def no_solver(*args, **kwargs):
+        raise AssertionError("the batched solver was called for a start-decided point")
+
+    monkeypatch.setattr(analysis._boundary, "_batch", no_solver)
+    b = analysis.critical_alpha(flows.LinfSAM(rho), MU, depth=depth, full_output=True)
+    assert b.exists
+    assert b.bracket[0] < rho < b.bracket[1]
+    assert b.bracket[1] - b.bracket[0] <= 1e-8 * b.bracket[0]
+    assert abs(b.value / rho - 1) <= 1e-8
+
+
+def test_linf_sam_at_depth_one_never_collapses():
+    # L = 1: dw/dτ = μ exactly (no layer product to perturb the sign of): every start escapes,
+    # so there is no boundary, the documented NaN.
+    b = analysis.critical_alpha(flows.LinfSAM(1.0), MU, depth=1, full_output=True)
+    assert not b.exists and math.isnan(b.value)
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [
