@@ -72,12 +72,12 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _batch(methods, data, theta0, depth, options, loss, need, max_passes):
+def _batch(methods, data, theta0, depth, options, atol, loss, need, max_passes):
     """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
 
     def one(method, theta):
         out = run(
-            method, data, theta, depth=depth, options=options, loss=loss, need=need,
+            method, data, theta, depth=depth, options=options, atol=atol, loss=loss, need=need,
             max_passes=max_passes,
         )  # fmt: skip
         return out["code"]
@@ -92,7 +92,7 @@ def _start(methods, data, theta0, depth, loss, need):
     return jax.vmap(one)(methods, theta0)
 
 
-def _classify(methods, data, depth, alphas, *, kind, options, loss, max_passes):
+def _classify(methods, data, depth, alphas, *, kind, options, atol, loss, max_passes):
     """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ...
 
     Points whose start already decides them (:func:`analysis._run.start_code`, e.g. exact
@@ -108,7 +108,7 @@ def _classify(methods, data, depth, alphas, *, kind, options, loss, max_passes):
         arrays, static = eqx.partition(batched, eqx.is_array)
         rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
         codes[open_] = np.asarray(
-            _batch(rest, data, theta0[open_], depth, options, loss, need, max_passes)
+            _batch(rest, data, theta0[open_], depth, options, atol, loss, need, max_passes)
         )
     return codes
 
@@ -159,7 +159,7 @@ def boundary(
     escape_tol=None,
     loss: str = "logistic",
     solver_rtol: float = 1e-11,
-    solver_atol: float = 1e-30,
+    solver_atol=None,
     max_passes: int = 64,
     _scan_default: bool = False,
 ) -> Boundary:
@@ -195,6 +195,11 @@ def boundary(
         max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`
             (``escape_tol``: the growth per pass, default as in :func:`analysis.regime_path`).
         solver_rtol, solver_atol: its tolerances (tight: the boundary is a separatrix).
+            ``solver_atol`` None (default): :math:`10^{-30}\max|\theta_0|` of each point, kept
+            for its every pass (:func:`analysis._regime.start_atol`), so that the search is
+            scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)` down to
+            :math:`\lambda=10^{-150}`); a number in (0, 1) is absolute (the default was
+            ``1e-30`` before issue 15).
         max_passes: continuations per point.
 
     Returns:
@@ -217,7 +222,8 @@ def boundary(
     points = check_count("points", points, 2)
     max_passes = check_count("max_passes", max_passes)
     check_positive("solver_rtol", solver_rtol, upper=1.0)
-    check_positive("solver_atol", solver_atol, upper=1.0)
+    if solver_atol is not None:
+        check_positive("solver_atol", solver_atol, upper=1.0)
     if not callable(family):
         raise ValueError(f"`family` must be a callable p -> (method, alpha); got {family!r}.")
     try:
@@ -236,7 +242,6 @@ def boundary(
         depth,
         collapse_tol=collapse_tol,
         rtol=solver_rtol,
-        atol=solver_atol,
         max_steps=check_count("max_steps", max_steps),
         escape_tol=escape_tol,
     )
@@ -251,6 +256,7 @@ def boundary(
             [a for _, a in pairs],
             kind=kind,
             options=options,
+            atol=solver_atol,
             loss=loss,
             max_passes=max_passes,
         )

@@ -72,7 +72,9 @@ def limit_map(
             solve's start) for exact ℓ∞-SAM, where a coordinate held at 0 by sliding keeps a
             rounding residual (:math:`\sim10^{-14}`) that an absolute tolerance far below it
             would make the solver resolve in steps of :math:`10^{-5}\tau` (4096 steps per
-            0.04 τ at :math:`L=4`); ``1e-30`` otherwise, as in :func:`analysis.regime_path`.
+            0.04 τ at :math:`L=4`); otherwise :math:`10^{-30}\max|\theta_0|` of each point,
+            kept for its every pass, as in :func:`analysis.regime_path`
+            (:func:`analysis._regime.start_atol`). A number is absolute.
         max_passes: solves allowed per point.
         cache_dir, progress, sweep_options: passed to :func:`flows.sweep` (``workers`` defaults
             to 1 here with the thread runner; see the comment in the code). ``executor=`` runs
@@ -96,14 +98,12 @@ def limit_map(
             f"coordinate); got {type(alphas).__name__} of length {len(alphas)}."
         )
     axes = tuple(np.atleast_1d(_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
-    if atol is None:
-        exact_linf = isinstance(method, flows.LinfSAM) and method.delta is None
-        atol = "auto" if exact_linf else 1e-30
+    if atol is None and isinstance(method, flows.LinfSAM) and method.delta is None:
+        atol = "auto"  # exact ℓ∞-SAM (above)
     options = run_options(
         depth,
         collapse_tol=collapse_tol,
         rtol=rtol,
-        atol=atol,
         max_steps=max_steps,
         escape_tol=escape_tol,
     )
@@ -117,6 +117,7 @@ def limit_map(
             theta0,
             depth=depth,
             options=options,
+            atol=atol,
             loss=loss,
             need="limit",
             max_passes=max_passes,

@@ -71,7 +71,7 @@ def phase_diagram(
     collapse_tol: float = 1e-6,
     escape_tol=None,
     rtol: float = 1e-10,
-    atol: float = 1e-30,
+    atol=None,
     max_steps: int = 4096,
     max_passes: int = 64,
     n_grid: int = 257,
@@ -94,6 +94,10 @@ def phase_diagram(
     1-D array (an axis of the grid). ``method`` is a template: the fields named by the axes
     (``rho`` of L2SAM / LinfSAM, ``sigma`` and ``rho_max`` of LESAM) are replaced point by point;
     one not belonging to the method is refused. ``depth`` is static (one compilation each).
+    The solver's ``atol`` defaults to :math:`10^{-30}\max|\theta_0|` of each point, kept for
+    its every pass (:func:`analysis._regime.start_atol`: the diagram of the twins
+    :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude); a
+    number is absolute.
 
     Returns:
         ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then
@@ -146,7 +150,6 @@ def phase_diagram(
             depth,
             collapse_tol=collapse_tol,
             rtol=rtol,
-            atol=atol,
             max_steps=max_steps,
             escape_tol=escape_tol,
         )
@@ -157,6 +160,7 @@ def phase_diagram(
             theta0,
             depth=depth,
             options=opts,
+            atol=atol,
             loss=loss,
             n_grid=n_grid,
             max_passes=max_passes,
@@ -209,7 +213,7 @@ def phase_diagram(
         collapse_tol=collapse_tol,
         escape_tol="default" if escape_tol is None else escape_tol,
         rtol=rtol,
-        atol=atol,
+        atol="relative 1e-30 max|θ₀|" if atol is None else atol,
         max_steps=max_steps,
         max_passes=max_passes,
         n_grid=n_grid,

@@ -36,6 +36,30 @@ COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = range(len(REGIMES))
 T_FACTOR = 1e6
 T_GROWTH = 10.0
 
+#: The default absolute tolerance of every solve of a run, relative to the run's FIRST start:
+#: :math:`\mathrm{atol}=` ``ATOL_REL`` :math:`\cdot\max|\theta_0|` (:func:`start_atol`).
+ATOL_REL = 1e-30
+
+
+def start_atol(atol, theta0):
+    r"""The absolute tolerance of every solve of one run from ``theta0`` (its first start).
+
+    ``atol=None`` (the default of the analysis layer): :math:`10^{-30}\max|\theta_0|`
+    (``ATOL_REL``), the former absolute :math:`10^{-30}` at :math:`\max|\theta_0|=1`, made
+    relative so that the scale twins :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)`
+    (science.md §5) are solved alike at every magnitude; an absolute :math:`10^{-30}` exceeds
+    the weights themselves at :math:`|\theta|\lesssim10^{-25}` and turned a collapse into
+    ``sequential`` there (issue 15). It is taken from the run's first start and kept for every
+    continuation: taken from each pass's start it would loosen a million-fold after an escape.
+    A float64 JAX array (traceable, one compilation for every value; ``theta0`` is validated
+    upstream, finite with a positive entry). A number (absolute, the same at every scale) or
+    ``"auto"`` (:meth:`flows.SolverOptions.atol_for`, relative to each solve's own start) is
+    returned as given.
+    """
+    if atol is not None:
+        return atol
+    return ATOL_REL * jnp.max(jnp.abs(jnp.asarray(theta0, dtype=jnp.float64)))
+
 
 def budget(theta, mu, bound, depth: int, restarts):
     """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations."""
@@ -153,7 +177,7 @@ def regime_path(
     max_restarts: int = 60,
     loss: str = "logistic",
     rtol: float = 1e-10,
-    atol: float = 1e-30,
+    atol=None,
 ) -> RegimePath:
     r"""Classify the flow from :math:`w^{(l)}(0)=\alpha` and give the path of :math:`j^\dagger`.
 
@@ -194,7 +218,13 @@ def regime_path(
         rtol, atol: its tolerances. ``atol`` is far below any weight on purpose: a coordinate
             that decays near a saddle by many orders of magnitude sets, through its logarithm,
             when it grows back; an absolute tolerance near its size would misplace the later
-            switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``).
+            switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``). Default
+            None: :math:`10^{-30}\max|\theta_0|`, relative to the first start and the same for
+            every continuation (:func:`start_atol`), so that the scale twins agree from
+            :math:`\lambda=10^{-150}` to :math:`10^{150}` (at :math:`L\ge3` as far as
+            :math:`\beta=\prod_l\theta^{(l)}` stays a normal float64). A number is an
+            absolute tolerance (as before issue 15, when ``1e-30`` was the default);
+            ``"auto"`` is flows' rule relative to each solve's start.
         max_restarts: continuations allowed.
 
     Returns:
@@ -220,6 +250,7 @@ def regime_path(
         atol=atol,
     )
     problem = single_example_problem(method, mu, alpha, depth, t1=1.0, **options)
+    problem = problem.restart(problem.theta0, atol=start_atol(atol, problem.theta0))
     mu = np.asarray(problem.data.X[0])
     bound = perturbation_bound(problem.method)
     target = int(np.argmax(mu))

@@ -25,21 +25,29 @@ from ._certify import (
 )
 from ._dominant import initial_index, log_abs_beta
 from ._problem import log_growth_rates
-from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, default_escape_tol
+from ._regime import (
+    COLLAPSE,
+    STALLED,
+    UNDETERMINED,
+    budget,
+    decide,
+    default_escape_tol,
+    start_atol,
+)
 
 BISECTIONS = 60
 NEEDS = ("path", "direct", "escape", "limit")
 
 
 def run_options(
-    depth: int, *, collapse_tol, rtol, atol, max_steps, escape_tol=None
+    depth: int, *, collapse_tol, rtol, max_steps, escape_tol=None
 ) -> flows.SolverOptions:
     """The solver options of :func:`run` (static), with the escape threshold of
-    :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None."""
+    :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None; the absolute
+    tolerance is set by :func:`run` from its start (its ``atol``)."""
     return flows.SolverOptions(
         collapse_tol=collapse_tol,
         rtol=rtol,
-        atol=atol,
         max_steps=max_steps,
         escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
     )
@@ -109,6 +117,7 @@ def run(
     n_grid: int = 257,
     max_passes: int = 64,
     max_switches: int = 16,
+    atol=None,
 ):
     r"""Classify one rescaled single-example run from ``theta0`` (traceable).
 
@@ -122,6 +131,10 @@ def run(
         depth: :math:`L` (static).
         options: the :class:`flows.SolverOptions` of every solve (static; :func:`run_options`);
             ``dense`` is set here, where :math:`j^\dagger` is tracked.
+        atol: the absolute tolerance of every solve, in place of ``options.atol``
+            (:func:`analysis._regime.start_atol`): None (default) for
+            :math:`10^{-30}\max|\theta_0|`, taken from this (traced) ``theta0`` and kept for
+            every pass; a number (absolute) or ``"auto"`` (relative to each pass's start).
         loss: ``"logistic"`` or ``"exponential"`` (static).
         need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
             the first visit to another index), ``"escape"`` (stop at the escape certificate;
@@ -143,7 +156,7 @@ def run(
     """
     _check_need(need)
     track = need in ("path", "direct")
-    solver_options = options.replace(dense=track)
+    solver_options = options.replace(dense=track, atol=start_atol(atol, theta0))
     mu = data.X[0]
     target = jnp.argmax(mu)
     bound = perturbation_bound(method)

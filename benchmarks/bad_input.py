@@ -308,7 +308,7 @@ def cases():
             )
     # regime_path scale twins: (ρ, α) = λ(1, 0.1) collapses at every λ
     ref = analysis.regime_path(flows.L2SAM(1.0), MU3, 0.1)
-    for lam in (1e-20, 1e-30, 1e-100, 1e20, 1e100):
+    for lam in (1e-150, 1e-100, 1e-30, 1e-25, 1e-20, 1e20, 1e100, 1e150):
         out.append(
             (
                 "regime_path[L2SAM]",

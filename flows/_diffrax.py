@@ -28,12 +28,13 @@ _CONTINUE = -1  # a Filippov segment's status while segments remain
 _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it
 
 
-def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options, atol):
+def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options, atol, span):
     """One ``diffeqsolve`` from ``s0`` to ``t1`` or the first downcrossing of ``condition``.
 
     Two sub-saves: the state at ``ts``, and the final state (at t1 or at the
     event), which diffrax would otherwise mix into the ts buffer. ``atol``: the
-    run's absolute tolerance (``SolverOptions.atol_for``).
+    run's absolute tolerance (``SolverOptions.atol_for``); ``span``: the run's time
+    span, which scales the event location's absolute tolerance (``diffrax_event``).
     """
     return diffrax.diffeqsolve(
         term,
@@ -47,7 +48,7 @@ def _diffeqsolve(term, solver, s0, t1, y0, args, ts, condition, options, atol):
             subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)], dense=options.dense
         ),
         stepsize_controller=options.controller(atol),
-        event=diffrax_event(condition),
+        event=diffrax_event(condition, span),
         max_steps=options.max_steps,
         throw=False,
     )
@@ -79,7 +80,9 @@ def solve_smooth(field, theta0, ts, t1, options):
     y0 = initial_state(theta0, field.clock)
     term = diffrax.ODETerm(lambda s, y, args: field(s, y))
     atol = options.atol_for(theta0)
-    sol = _diffeqsolve(term, options.solver, 0.0, t1, y0, None, ts, condition, options, atol)
+    sol = _diffeqsolve(
+        term, options.solver, 0.0, t1, y0, None, ts, condition, options, atol, span=t1
+    )
     s_end, y_end, saved = _final(sol)
     # which event fired: the condition closest to (or past) zero at the event state
     codes = jnp.array([code for _, _, code in stops] + [Status.NONFINITE])
@@ -203,6 +206,7 @@ def solve_filippov(system, theta0, ts, t1, options):
             condition,
             options,
             atol,
+            span=t1,
         )
         s_end, y_end, new = _final(sol)
         inside = (ts >= s0) & (ts <= s_end)

@@ -35,14 +35,29 @@ class Bisection(optx.Bisection):
         return small, optx.RESULTS.successful
 
 
-def diffrax_event(condition) -> diffrax.Event:
-    """A diffrax event at the first downcrossing of 0 by ``condition(t, y, args)``.
+#: The event time is located to EVENT_RTOL·|t| + EVENT_ATOL·T, T the run's time span
+#: (:func:`diffrax_event`).
+EVENT_RTOL = 1e-13
+EVENT_ATOL = 1e-20
 
-    One scalar condition, positive while the run goes on, located by :class:`Bisection`.
+
+def diffrax_event(condition, span) -> diffrax.Event:
+    r"""A diffrax event at the first downcrossing of 0 by ``condition(t, y, args)``.
+
+    One scalar condition, positive while the run goes on, located by :class:`Bisection` to
+    :math:`10^{-13}|t|+10^{-20}T` (``EVENT_RTOL``, ``EVENT_ATOL``), with :math:`T` =
+    ``span`` the run's time span (e.g. :math:`t_1`; traceable; the smallest normal float64 is
+    added, so that a span of 0 still terminates). The absolute part is relative to the span so
+    that the scale twins of the rescaled flow at :math:`L\ge3`, whose times scale as
+    :math:`\lambda^{2-L}` (science.md §5), locate their events alike: a fixed :math:`10^{-14}`
+    was :math:`3\times10^{-5}` of the escape time at :math:`\lambda=10^{10}`, :math:`L=3`
+    (issue 15). At the analysis layer's budget :math:`T=10^6` it is the former :math:`10^{-14}`;
+    it takes at most :math:`\log_2(10^{20})\approx67` halvings of a bracket within the span.
     """
+    atol = EVENT_ATOL * jnp.abs(span) + np.finfo(np.float64).tiny
     return diffrax.Event(
         lambda t, y, args, **kw: condition(t, y, args),
-        root_finder=Bisection(rtol=1e-13, atol=1e-14, flip=True),
+        root_finder=Bisection(rtol=EVENT_RTOL, atol=atol, flip=True),
         direction=False,
     )
 

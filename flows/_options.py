@@ -57,6 +57,31 @@ def _check_tol(name, value, low, high):
     return float(value)
 
 
+def _check_atol(atol):
+    r"""``"auto"``, a number in (0, inf), or a scalar array (jax or numpy) positive and finite.
+
+    An array is kept as a float64 JAX array, a dynamic leaf of the options (one compilation for
+    every value; traceable: :func:`analysis._run.run` sets it from a traced
+    :math:`\theta_0`). A concrete one is checked here; a traced one cannot be, and its caller
+    guarantees it (:func:`atol_for` still turns a value that is not positive and finite into
+    NaN, which fails the run as ``nonfinite``, never silently).
+    """
+    if isinstance(atol, str) and atol == "auto":
+        return atol
+    if isinstance(atol, (jax.Array, np.ndarray, np.generic)) and not isinstance(atol, bool):
+        arr = jnp.asarray(atol)
+        if arr.shape != () or not jnp.issubdtype(arr.dtype, jnp.floating):
+            raise ValueError(
+                "`atol` must be 'auto', a number in (0, inf) or a 0-d float array; got an "
+                f"array of shape {arr.shape} and dtype {arr.dtype}."
+            )
+        arr = arr.astype(jnp.float64)
+        if not isinstance(arr, jax.core.Tracer) and not (np.isfinite(arr) and arr > 0):
+            raise ValueError(f"`atol` must be positive and finite; got {float(arr)!r}.")
+        return arr
+    return _check_tol("atol", atol, 0.0, np.inf)
+
+
 def _check_solver(solver, backend):
     if backend == "diffrax":
         solver = "tsit5" if solver is None else solver
@@ -98,7 +123,12 @@ class SolverOptions(eqx.Module):
             (:meth:`atol_for`), so that the scale twins
             :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the rescaled
             flow take the same steps at every magnitude (issue 15); a number is an
-            absolute tolerance, the same at every scale. The range has a floor: where
+            absolute tolerance, the same at every scale. A 0-d float array (jax or
+            numpy, possibly traced) is an absolute tolerance too, held as a dynamic
+            leaf: one compilation for every value, so that a caller can set it from a
+            traced scale (the analysis layer's rule relative to the run's first start,
+            :func:`analysis._regime.start_atol`). A concrete one must be positive and
+            finite (``ValueError`` naming ``atol``). The range has a floor: where
             :math:`\mathrm{rtol}\,|\theta|` is subnormal (:math:`|\theta_0|\lesssim10^{-298}`
             at rtol = 1e-8) the error norm of diffrax's controller is 0/0 and LSODA
             refuses its error weights ("illegal input"); both end the run ``nonfinite``
@@ -127,7 +157,7 @@ class SolverOptions(eqx.Module):
     backend: str
     solver: object
     rtol: float
-    atol: float | str
+    atol: float | str | jax.Array
     max_steps: int
     collapse_tol: float | None
     escape_tol: float | None | str
@@ -154,9 +184,7 @@ class SolverOptions(eqx.Module):
         self.backend = backend
         self.solver = _check_solver(solver, backend)
         self.rtol = _check_tol("rtol", rtol, 0.0, 1.0)
-        if not (isinstance(atol, str) and atol == "auto"):
-            atol = _check_tol("atol", atol, 0.0, np.inf)
-        self.atol = atol
+        self.atol = _check_atol(atol)
         if self.rtol is None or self.atol is None:
             raise ValueError(
                 "`rtol` and `atol` must be positive numbers (or atol='auto'), not None."
@@ -192,8 +220,12 @@ class SolverOptions(eqx.Module):
         r"""The absolute tolerance of a run from ``theta0``.
 
         :math:`10^{-10}\max|\theta_0|` for ``atol="auto"`` (:math:`10^{-10}` where
-        :math:`\theta_0=0` or is not finite), else ``atol`` itself. Trace-safe.
+        :math:`\theta_0=0` or is not finite), else ``atol`` itself (an array that is not
+        positive and finite, possible only traced, becomes NaN: the run fails as
+        ``nonfinite``). Trace-safe.
         """
+        if isinstance(self.atol, jax.Array):
+            return jnp.where(jnp.isfinite(self.atol) & (self.atol > 0), self.atol, jnp.nan)
         if not isinstance(self.atol, str):
             return self.atol
         scale = jnp.max(jnp.abs(theta0))

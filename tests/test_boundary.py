@@ -54,6 +54,18 @@ def test_critical_alpha_between_sympy_bounds_and_scale_invariant():
     assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
 
 
+@pytest.mark.parametrize("lam", [1e-100, 1e100])
+def test_critical_alpha_of_the_scale_twins(lam):
+    # α_c(λρ) = λ α_c(ρ) (science.md §5) down to λ = 1e-100, where an absolute atol = 1e-30
+    # would exceed every weight; α_c lies between the sympy bounds 1/(√2‖μ‖), 5/(√2‖μ‖).
+    n = np.linalg.norm(MU)
+    ref = analysis.critical_alpha(flows.L2SAM(1.0), MU)
+    got = analysis.critical_alpha(flows.L2SAM(lam), MU, full_output=True)
+    assert got.exists
+    assert 1 / (SQ2 * n) < got.bracket[0] / lam < got.bracket[1] / lam < 5 / (SQ2 * n)
+    assert abs(got.alpha / lam / ref - 1) <= 2e-8  # the search's rtol = 1e-8, twice
+
+
 def test_direct_alpha_matches_hand_formula():
     # Exact boundary: ρ (μ_(d) + μ_(d-1)) / (√2 ‖μ‖) (the top two initial rates tie).
     got = analysis.direct_alpha(flows.L2SAM(1.0), [3.0, 4.0])

@@ -58,6 +58,12 @@ def _solve_schedule(sigma):
         ),
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, rtol=0.0), "`rtol`"),
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, atol=-1.0), "`atol`"),
+        (lambda: flows.SolverOptions(atol=np.array(-1e-12)), "`atol`"),
+        (lambda: flows.SolverOptions(atol=jnp.asarray(np.inf)), "`atol`"),
+        (lambda: flows.SolverOptions(atol=jnp.asarray(np.nan)), "`atol`"),
+        (lambda: flows.SolverOptions(atol=np.array(0.0)), "`atol`"),
+        (lambda: flows.SolverOptions(atol=jnp.array([1e-12, 1e-12])), "`atol`"),
+        (lambda: flows.SolverOptions(atol=jnp.array(1, dtype=jnp.int32)), "`atol`"),
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, max_steps=0), "`max_steps`"),
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, collapse_tol=2.0), "`collapse_tol`"),
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, escape_tol=0.5), "`escape_tol`"),
@@ -264,3 +270,13 @@ def test_options_object_equals_its_keywords():
     np.testing.assert_array_equal(np.asarray(a.thetas), np.asarray(b.thetas))
     assert int(a.n_steps) == int(b.n_steps)
     assert flows.SolverOptions(**kw).replace(rtol=1e-7).rtol == 1e-7
+
+
+def test_an_array_atol_is_the_same_solve_as_its_number():
+    """A 0-d array ``atol`` (a dynamic leaf, traceable) is the absolute tolerance it holds."""
+    kw = dict(rtol=1e-9, max_steps=500, collapse_tol=None)
+    a = flows.solve(flows.L2SAM(0.2), DATA, THETA, t1=2.0, atol=1e-11, **kw)
+    for atol in (np.float64(1e-11), np.array(1e-11), jnp.asarray(1e-11)):
+        b = flows.solve(flows.L2SAM(0.2), DATA, THETA, t1=2.0, atol=atol, **kw)
+        np.testing.assert_array_equal(np.asarray(a.thetas), np.asarray(b.thetas))
+        assert int(a.n_steps) == int(b.n_steps)

@@ -52,6 +52,26 @@ def test_phase_diagram_over_rho_is_the_ray_of_alpha_over_rho():
     assert [analysis.REGIMES[c] for c in ds["code"].values] == ["collapse", "direct"]
 
 
+def test_phase_diagram_of_the_scale_twins_is_the_same_cell_by_cell():
+    # (α, ρ) → λ(α, ρ) at λ = 1e-100 (science.md §5): an absolute atol = 1e-30 sits far above
+    # weights of 1e-100. Independent: the hand bounds at ρ = 1, μ = (1, 2, 3): all shrink below
+    # 1/(√2‖μ‖) = 0.19 (collapse), all grow above 3/(√2‖μ‖) = 0.57, direct above
+    # α_s = 5/(√2‖μ‖) = 0.94.
+    mu = [1.0, 2.0, 3.0]
+    alphas = np.array([0.1, 0.6, 2.0])
+    ref = analysis.phase_diagram(flows.L2SAM(1.0), mu, alpha=alphas, progress=False)
+    regimes = [analysis.REGIMES[c] for c in ref["code"].values]
+    assert regimes == ["collapse", "sequential", "direct"]
+    lam = 1e-100
+    ds = analysis.phase_diagram(flows.L2SAM(lam), mu, alpha=lam * alphas, progress=False)
+    ds_regimes = [analysis.REGIMES[c] for c in ds["code"].values]
+    assert ds_regimes == regimes
+    for key in ("code", "first", "last", "n_switches", "status", "passes"):
+        np.testing.assert_array_equal(ds[key].values, ref[key].values, err_msg=key)
+    for key in ("t_end", "times"):  # L = 2: τ is the same (λ^0)
+        np.testing.assert_allclose(ds[key].values, ref[key].values, rtol=1e-9, err_msg=key)
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [

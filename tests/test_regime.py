@@ -178,3 +178,68 @@ def test_regime_bad_input(kwargs, name):
     args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0], alpha=0.5) | kwargs
     with pytest.raises(ValueError, match=name):
         analysis.regime(**args)
+
+
+MU3 = np.array([1.0, 2.0, 3.0])
+# Scale twins (science.md §5): (α, ρ) → λ(α, ρ) maps the rescaled flow by θ → λθ and
+# τ → τ/λ^{L-2}. At L = 2 every λ from 1e-150 to 1e150; at L >= 3, as far as β = ∏_l θ^{(l)}
+# stays a float64 at the end of the run (100·0.5λ at L = 3: λ <= 1e90 here; λ^4 at L = 4).
+TWIN_LAMBDAS = {
+    2: (1e-150, 1e-100, 1e-30, 1e-25, 1e-12, 1e30, 1e150),
+    3: (1e-150, 1e-100, 1e-30, 1e-25, 1e-12, 1e30, 1e90),
+    4: (1e-70, 1e-25, 1e30, 1e60),
+}
+
+
+def _collapse_reference(alpha):
+    """The reduced L = 2 flow (scipy): its j† path and the τ where ‖w‖ = 1e-6 ‖w(0)‖ (the
+    collapse event, ‖θ‖ = √2‖w‖ for the balanced flow)."""
+    import scipy.optimize
+
+    sol = reduced_l2sam(MU3, alpha, 1.0, 2, 1e3, w_min=1e-7 * alpha)
+    assert sol.status == 1 and len(sol.t_events[1]) == 1  # collapsed
+    seq, times = argmax_changes(sol)
+    norm0 = np.linalg.norm(np.full(3, alpha))
+    tau = scipy.optimize.brentq(
+        lambda t: np.linalg.norm(sol.sol(t)) - 1e-6 * norm0, 0.0, sol.t[-1], xtol=1e-15
+    )
+    return seq, times, tau
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_regime_path_scale_twins_at_every_magnitude(depth):
+    # The issue's case at L = 2: (ρ, α) = λ(1, 0.1) collapses; an absolute atol = 1e-30, above
+    # the weights at λ <= 1e-25, made it end late (1.59 for 0.2125) or 'sequential' there.
+    # At L = 3, 4 (α = 0.5ρ) it escapes through the sequence of the reduced flow.
+    if depth == 2:
+        alpha = 0.1
+        seq, times, tau = _collapse_reference(alpha)
+        regime, status = "collapse", "collapsed"
+    else:
+        alpha = 0.5
+        seq, times = argmax_changes(reduced_l2sam(MU3, alpha, 1.0, depth, 1e8))
+        tau, regime, status = None, "sequential", "escaped"
+    assert seq == ([0] if depth == 2 else [0, 1, 2])
+    ref = analysis.regime_path(flows.L2SAM(1.0), MU3, alpha, depth=depth)
+    assert (ref.regime, ref.status, ref.sequence) == (regime, status, seq)
+    np.testing.assert_allclose(ref.times, times, rtol=1e-6)
+    if tau is not None:
+        np.testing.assert_allclose(ref.t_end, tau, rtol=1e-6)
+    for lam in TWIN_LAMBDAS[depth]:
+        r = analysis.regime_path(flows.L2SAM(lam), MU3, alpha * lam, depth=depth)
+        scale = lam ** (depth - 2)  # τ → τ/λ^{L-2}
+        assert (r.regime, r.status, r.sequence) == (regime, status, seq), lam
+        # the same flow, to rounding: far tighter than the references above
+        np.testing.assert_allclose(r.times * scale, ref.times, rtol=1e-9, err_msg=f"λ = {lam}")
+        np.testing.assert_allclose(r.t_end * scale, ref.t_end, rtol=1e-9, err_msg=f"λ = {lam}")
+        assert r.restarts == ref.restarts, lam
+
+
+def test_regime_path_user_atol_is_absolute():
+    # A number stays an absolute tolerance (the documented meaning): 1e-30 exceeds the weights
+    # of the λ = 1e-30 twin, whose solve then stops resolving them; with the default (relative
+    # to θ₀) the same twin collapses as at λ = 1.
+    lam = 1e-30
+    assert analysis.regime(flows.L2SAM(lam), MU3, 0.1 * lam) == "collapse"
+    r = analysis.regime_path(flows.L2SAM(lam), MU3, 0.1 * lam, atol=1e-30)
+    assert r.regime != "collapse" or abs(r.t_end - 0.2125) > 1e-3

@@ -182,3 +182,38 @@ def test_a_first_step_that_overflows_is_retried_smaller():
     )  # fmt: skip
     assert tr.status_name == "escaped"
     np.testing.assert_allclose(float(tr.t_end), (1 - 1e-2) / (2 * mu * alpha**2), rtol=1e-9)
+
+
+def test_traced_atol_runs_and_a_bad_traced_one_is_nonfinite():
+    """A traced ``atol`` (vmapped): the same solve as the concrete one; one that is not
+    positive and finite (not checkable under jit) fails the run as ``nonfinite``."""
+    m = flows.L2SAM(0.3)
+
+    def status_and_end(atol):
+        options = flows.SolverOptions(rtol=1e-10).replace(atol=atol)
+        tr = flows.solve(m, DATA, TH, t1=5.0, rescaled=True, options=options)
+        return tr.status, tr.t_end
+
+    ref = flows.solve(m, DATA, TH, t1=5.0, rescaled=True, rtol=1e-10, atol=1e-12)
+    status, t_end = jax.vmap(status_and_end)(jnp.array([1e-12, -1.0, jnp.nan, jnp.inf]))
+    assert [flows.Status.NAMES[int(s)] for s in status] == [ref.status_name] + ["nonfinite"] * 3
+    assert float(t_end[0]) == float(ref.t_end)
+
+
+@pytest.mark.parametrize("lam", [1e-100, 1e-20, 1.0, 1e10, 1e50])
+def test_event_time_of_a_depth3_twin_is_located_relative_to_its_span(lam):
+    """GD at L = 3: dw_j/dτ = μ_j w_j² (science.md §5), w_j = α/(1 − μ_j α τ). The escape at
+    ‖θ‖ = 10‖θ₀‖ scales as τ/λ with (α, ρ) → λ(α, ρ). Located to an absolute 1e-14 in τ it
+    was off by 3e-5 relative at λ = 1e10 (τ ~ 1e-10); relative to the span it is exact.
+    """
+    mu, alpha = np.array([1.0, 2.0, 3.0]), 0.5
+    norm = lambda t: np.linalg.norm(alpha / (1 - mu * alpha * t))  # noqa: E731
+    tau = scipy.optimize.brentq(
+        lambda t: norm(t) - 10 * norm(0.0), 0.0, 1 / (3 * alpha) - 1e-15, xtol=1e-15, rtol=1e-15
+    )
+    tr = flows.solve(
+        flows.GD(), DATA, flows.balanced_init(alpha * lam, 3, 3), t1=1e6 / lam, rescaled=True,
+        rtol=1e-11, atol=1e-30 * lam, escape_tol=10.0,
+    )  # fmt: skip
+    assert tr.status_name == "escaped"
+    np.testing.assert_allclose(float(tr.t_end) * lam, tau, rtol=1e-9)
