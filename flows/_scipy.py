@@ -205,6 +205,13 @@ def solve_smooth(field, theta0, ts, t1, options):
     )  # fmt: skip
 
 
+def _velocity(s, y, system, sigma, sliding):
+    """A Filippov system's velocity in a mode, with the system an argument of the
+    compiled :func:`_flat_call`, not a constant of a closure (a compiled trace is then
+    never tied to one run's ρ or units)."""
+    return system.velocity(s, y, sigma, sliding)
+
+
 @eqx.filter_jit
 def _call(sys, name, *args):
     """``sys.name(*args)``, compiled once per system shape."""
@@ -223,7 +230,6 @@ def solve_filippov(system, theta0, ts, t1, options):
     4 eps) are relative to the run's scale (issue 15).
     """
     flat = _Flat(theta0.shape, system.clock)
-    velocity = lambda s, y, sigma, sliding: system.velocity(s, y, sigma, sliding)  # noqa: E731
     stop_events, stop_codes, stops = _stop_events(
         system.data, system.loss, theta0, options, system.rescaled, flat
     )
@@ -250,7 +256,7 @@ def solve_filippov(system, theta0, ts, t1, options):
 
         def fun(u, z_, mode=mode):  # d/du = T d/ds
             return scale * np.asarray(
-                _flat_call(velocity, flat, np.asarray(u * scale), z_, *mode[:2])
+                _flat_call(_velocity, flat, np.asarray(u * scale), z_, system, *mode[:2])
             )
 
         def on_switch(u, z_, mode=mode):
