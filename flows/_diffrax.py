@@ -155,23 +155,35 @@ def solve_filippov(system, theta0, ts, t1, options):
     by a switch event, a stopping event or ``t1``; each has the step budget
     ``max_steps``, and the loop stops with ``max_steps`` once the segments together
     spent it. diffrax's own stage-loop solver is used (:func:`flows._rk.looped`).
+    The segments are integrated in the run's time unit, :math:`u=s/T` with
+    :math:`T` = ``system.for_run(theta0).time_unit`` (a power of 2: the map is exact), so that
+    the root finder's, the step controller's and diffrax's own time tolerances are
+    relative to the run's scale (issue 15: at :math:`\rho/\alpha=10^{9}` the events
+    come at :math:`s\sim10^{-9}`, below the absolute tolerances, and were missed).
     With ``dense=True`` the segments' dense outputs are joined into one. Under
     ``vmap`` a lane that has stopped integrates nothing while the others go on.
     """
     solver = _rk.looped(options.solver)
+    system = system.for_run(theta0)
     stops = stop_conditions(system.data, system.loss, theta0, options, system.rescaled)
     # Stopping conditions as "positive inside, stop at <= 0" (escape is an upcrossing).
     stops_pos = [(lambda y, c=c, s=s: -s * c(theta_of(y))) for c, s, _ in stops]
     codes = [code for _, _, code in stops]
-    term = diffrax.ODETerm(lambda s, y, mode: system.velocity(s, y, *mode[:2]))
+    scale = system.time_unit
+    ts_u, t1_u = ts / scale, t1 / scale
+
+    def velocity(u, y, mode):  # d/du = T d/ds
+        return jax.tree.map(lambda a: scale * a, system.velocity(u * scale, y, *mode[:2]))
+
+    term = diffrax.ODETerm(velocity)
     atol = options.atol_for(theta0)
 
     # One scalar event, the minimum of the switch condition and the stopping
     # conditions, located by bisection (no derivative of the equivalent control is
     # traced); the condition that fired is read off the located state. A
     # non-finite state makes the step controller fail, reported as ``nonfinite``.
-    def condition(s, y, mode):
-        switch = system.switch_condition(s, theta_of(y), mode)
+    def condition(u, y, mode):
+        switch = system.switch_condition(u * scale, theta_of(y), mode)
         return jnp.min(jnp.stack([switch] + [c(y) for c in stops_pos]))
 
     def segment(carry):
@@ -179,7 +191,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         theta = theta_of(y)
         # Every segment starts at s = 0 or at a switch event: choose its mode, and put
         # the weights it holds at 0 there.
-        mode, (ok, flagged) = system.decide(s0, theta, mode)
+        mode, (ok, flagged) = system.decide(s0 * scale, theta, mode)
         theta = system.project(theta, mode)
         y = (theta, y[1]) if isinstance(y, tuple) else theta
         # A stopped lane (under vmap; its carry is kept, see below) slides nowhere, so
@@ -194,7 +206,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         # waste made 17 vmapped ℓ∞ solves take 32.9 s (2.46 s before issue 11 made a
         # step ~10x dearer); with t1 = s0 they take 0.46 s. Unvmapped the body only
         # runs while the status is _CONTINUE, where s_stop is t1: nothing changes.
-        s_stop = jnp.where(status == _CONTINUE, t1, s0)
+        s_stop = jnp.where(status == _CONTINUE, t1_u, s0)
         sol = _diffeqsolve(
             term,
             solver,
@@ -202,14 +214,14 @@ def solve_filippov(system, theta0, ts, t1, options):
             s_stop,
             y,
             mode,
-            jnp.clip(ts, s0, s_stop),
+            jnp.clip(ts_u, s0, s_stop),
             condition,
             options,
             atol,
             span=t1,
         )
         s_end, y_end, new = _final(sol)
-        inside = (ts >= s0) & (ts <= s_end)
+        inside = (ts_u >= s0) & (ts_u <= s_end)
         saved = jax.tree.map(
             lambda a, b: jnp.where(inside.reshape(-1, *([1] * (a.ndim - 1))), a, b), new, saved
         )
@@ -217,12 +229,12 @@ def solve_filippov(system, theta0, ts, t1, options):
         # state. It can also be crossed inside the step that overshoots a switching
         # surface (‖θ‖ is not monotone across it) and be missed there; the switch
         # event then lands on the far side, hence "<=". Or if it is the smallest
-        # condition, the one that fired: the event is located to 1e-14 in s, which
+        # condition, the one that fired: the event is located to 1e-14 in u, which
         # near a blow-up at s ~ 1e-4 leaves the escape condition at 1e-8 (a stop
         # read as a switch, then one more segment; issue 10).
         values = [c(y_end) for c in stops_pos]
         smallest = jnp.min(
-            jnp.stack([system.switch_condition(s_end, theta_of(y_end), mode)] + values)
+            jnp.stack([system.switch_condition(s_end * scale, theta_of(y_end), mode)] + values)
         )
         event_code = jnp.asarray(_CONTINUE, dtype=jnp.int64)
         for value, code_k in reversed(list(zip(values, codes, strict=True))):
@@ -256,6 +268,7 @@ def solve_filippov(system, theta0, ts, t1, options):
     )  # fmt: skip
     carry = lax.while_loop(lambda c: c[4] == _CONTINUE, segment, carry)
     s_end, y_end, mode, saved, status, steps, rejected, switches, t_slide, ambiguous, dense = carry
+    s_end, t_slide = s_end * scale, t_slide * scale  # back from u = s/T (exact)
     ok = system.check(s_end, theta_of(y_end), mode)
     status = jnp.where(ok | (status == Status.NONFINITE), status, Status.SLIDING_FAILED)
     status = jnp.where(is_representable(theta_of(y_end)), status, Status.NONFINITE)
@@ -263,7 +276,14 @@ def solve_filippov(system, theta0, ts, t1, options):
     if options.dense:
         starts, ends, infos, size = dense
         interpolation = DenseOutput(
-            starts, ends, infos, size, s_end, y0, solver.interpolation_cls, system.rescaled
+            starts * scale,
+            ends * scale,
+            infos,
+            size,
+            s_end,
+            y0,
+            solver.interpolation_cls,
+            system.rescaled,
         )
     return _trajectory(
         system, ts, saved, s_end, y_end, status=status, n_steps=steps, n_rejected=rejected,

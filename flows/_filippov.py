@@ -106,12 +106,13 @@ from jax import lax
 from jax.custom_batching import custom_vmap
 
 from ._dynamics import _grad_margin, _grad_objective, clock_from_log_rate
-from ._methods import LinfSAM
+from ._methods import LinfSAM, _unit
 from ._problem import beta, log_speed, margins, objective
 
 # At an event, a component is at its surface when the time it needs to reach it,
-# |h_k| / |dh_k/dt|, is below _SURFACE_TOL * (1 + t): simultaneous switches (a
-# balanced pair of weights) are handled as one event.
+# |h_k| / |dh_k/dt|, is below _SURFACE_TOL * (T + |t|), T the run's time scale
+# (:meth:`_System.for_run`): simultaneous switches (a balanced pair of weights)
+# are handled as one event.
 _SURFACE_TOL = 1e-9
 # An equivalent control with |u_k| <= 1 + _CONTROL_TOL is admissible (sliding).
 _CONTROL_TOL = 1e-9
@@ -217,6 +218,9 @@ class _System(eqx.Module):
     rescaled: bool = eqx.field(static=True)
     n_enumerated: int = eqx.field(static=True)
     clock: bool = eqx.field(static=True, default=False)  # carry t (flows._dynamics.Field)
+    # The run's units of time and of h (:meth:`for_run`); 1 until a driver sets them.
+    time_unit: object = 1.0
+    h_unit: object = 1.0
 
     def r(self, theta):
         r""":math:`r=\partial\mathcal L/\partial\beta` (flow), :math:`-\partial m/\partial\beta`."""
@@ -429,7 +433,8 @@ class _System(eqx.Module):
         return self.equivalent_control(t, theta, *mode[:2])[2]
 
     def switch_condition(self, t, theta, mode):
-        r"""min over components of :math:`\sigma_k(h_k-h^{\rm ref}_k)` (off S, not held) and
+        r"""min over components of :math:`\sigma_k(h_k-h^{\rm ref}_k)/H` (off S, not held;
+        H: :meth:`for_run`) and
         :math:`1-|u_k|` (on S): an event when it reaches 0.
 
         ``h_ref`` is :math:`h_k` at the start of the segment for the components just
@@ -443,10 +448,44 @@ class _System(eqx.Module):
         # h_lj with a factor pinned at 0 (:meth:`project`) stays 0 exactly: no condition
         pinned = _pinned((theta == 0) & (self.r(theta) != 0), sliding)
         frozen = jnp.sum(pinned, axis=0) - pinned > 0
-        cross = jnp.where(sliding | held | frozen, _BIG, sigma * (self.h(theta) - h_ref))
+        cross = sigma * (self.h(theta) - h_ref) / self.h_unit
+        cross = jnp.where(sliding | held | frozen, _BIG, cross)
         u, _, _ = self.equivalent_control(t, theta, sigma, sliding)  # cheap if S is empty
         leave = jnp.where(sliding, 1.0 + _CONTROL_TOL - jnp.abs(u), _BIG)
         return jnp.minimum(jnp.min(cross), jnp.min(leave))
+
+    def for_run(self, theta0):
+        r"""This system with the units of a run from ``theta0`` (issue 15):
+
+        * time: :math:`T=\lVert\theta_0\rVert/\lVert f(\theta_0,\sigma_0)\rVert` (the
+          field of :meth:`initial_mode`). The drivers integrate in :math:`s/T`, and
+          :meth:`decide` compares times with :math:`T+|s|`, so that every time
+          tolerance (the surface test, the event root finder, the solvers' own) is
+          relative to the run's scale;
+        * h: :math:`H=\max_k|h_k(\theta_0)|`. :meth:`switch_condition` is in units of
+          H, so that, like the stopping conditions, it is dimensionless: the drivers
+          compare them to tell which one fired.
+
+        The rescaled flow's twins :math:`(\theta,\rho)\mapsto(\lambda\theta,\lambda\rho)`
+        have :math:`f\mapsto\lambda^{L-1}f` and :math:`h\mapsto\lambda^{L-1}h`, so
+        :math:`T\mapsto\lambda^{2-L}T`, as their clocks :math:`\tau\mapsto\tau/\lambda^{L-2}`,
+        and the conditions do not change. At :math:`\rho\gg\alpha` (L = 2)
+        :math:`T\approx\alpha/(\rho\lVert\mu\rVert)`, the time in which the weights
+        reach their surfaces (it was below the absolute time tolerances from
+        :math:`\rho/\alpha\approx10^{8}`, and events were missed). Both are powers of
+        2 (scaling by them is exact), and 1 where not a finite positive number (e.g.
+        :math:`f(\theta_0,\sigma_0)=0`, or :math:`\theta_0=0`).
+        """
+
+        def power_of_2(x):
+            ok = jnp.isfinite(x) & (x > 0)
+            return jnp.where(ok, jnp.exp2(jnp.round(jnp.log2(jnp.where(ok, x, 1.0)))), 1.0)
+
+        sigma = self.initial_mode(theta0)[0]
+        field = self._off_surfaces(theta0, sigma)[0]
+        time_unit = power_of_2(_unit(theta0)[1] / _unit(field)[1])
+        h_unit = power_of_2(jnp.max(jnp.abs(self.h(theta0))))
+        return eqx.tree_at(lambda s: (s.time_unit, s.h_unit), self, (time_unit, h_unit))
 
     def initial_mode(self, theta):
         """The mode before the first decision: every sign from h, nothing sliding."""
@@ -473,7 +512,7 @@ class _System(eqx.Module):
         # the speed scale of the surface test: the previous mode's field at the mean
         # sliding control (a tolerance only; no Newton solve, for compile time)
         speed = jnp.abs(self.hdot(theta, self.field(t, theta, sigma, sliding, 0.0 * theta)))
-        at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (1.0 + jnp.abs(t)) * speed)
+        at_surface = ~sliding & (jnp.abs(h) <= _SURFACE_TOL * (self.time_unit + jnp.abs(t)) * speed)
         held, held_sign = _held(theta, self.r(theta))
         sigma = jnp.where(held, held_sign, sigma)
         candidates = (sliding | at_surface) & ~held

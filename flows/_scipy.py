@@ -205,6 +205,13 @@ def solve_smooth(field, theta0, ts, t1, options):
     )  # fmt: skip
 
 
+def _velocity(s, y, system, sigma, sliding):
+    """A Filippov system's velocity in a mode, with the system an argument of the
+    compiled :func:`_flat_call`, not a constant of a closure (a compiled trace is then
+    never tied to one run's ρ or units)."""
+    return system.velocity(s, y, sigma, sliding)
+
+
 @eqx.filter_jit
 def _call(sys, name, *args):
     """``sys.name(*args)``, compiled once per system shape."""
@@ -217,23 +224,28 @@ def solve_filippov(system, theta0, ts, t1, options):
     The independent reference: the segments are ``solve_ivp`` runs whose events
     (the switch condition and the stopping conditions) are located by scipy; only
     the mode logic (``decide``) and the fields are shared. ``n_rejected`` is -1
-    (scipy does not report it).
+    (scipy does not report it). As there, the segments are integrated in the run's
+    time unit :math:`u=s/T` (``system.for_run``, a power of 2), so that
+    ``solve_ivp``'s time tolerances (its event root finder's ``xtol`` is an absolute
+    4 eps) are relative to the run's scale (issue 15).
     """
     flat = _Flat(theta0.shape, system.clock)
-    velocity = lambda s, y, sigma, sliding: system.velocity(s, y, sigma, sliding)  # noqa: E731
     stop_events, stop_codes, stops = _stop_events(
         system.data, system.loss, theta0, options, system.rescaled, flat
     )
     tsn = np.asarray(ts)
+    system = _call(system, "for_run", theta0)
+    scale = float(system.time_unit)
+    tsu, t1u = tsn / scale, float(t1) / scale
     z = np.asarray(flat.ravel(initial_state(theta0, system.clock)))
     atol = float(options.atol_for(theta0))
     out = np.full((tsn.shape[0], z.size), np.nan)
     out[tsn == 0] = z
-    s, mode = 0.0, system.initial_mode(theta0)
+    s, mode = 0.0, system.initial_mode(theta0)  # s: the time in the unit T (u)
     status, steps, switches, t_slide, ambiguous = None, 0, 0, 0.0, False
     while status is None:
         theta = theta_of(flat.unravel(jnp.asarray(z)))
-        mode, (ok, flagged) = _call(system, "decide", jnp.asarray(s), theta, mode)
+        mode, (ok, flagged) = _call(system, "decide", jnp.asarray(s * scale), theta, mode)
         # the weights the mode holds at 0 are put there (flows._filippov._System.project)
         projected = np.asarray(_call(system, "project", theta, mode)).ravel()
         z = np.concatenate([projected, np.asarray(z)[projected.size :]])
@@ -242,19 +254,21 @@ def solve_filippov(system, theta0, ts, t1, options):
             status = Status.SLIDING_FAILED
             break
 
-        def fun(s_, z_, mode=mode):
-            return np.asarray(_flat_call(velocity, flat, np.asarray(s_), z_, *mode[:2]))
+        def fun(u, z_, mode=mode):  # d/du = T d/ds
+            return scale * np.asarray(
+                _flat_call(_velocity, flat, np.asarray(u * scale), z_, system, *mode[:2])
+            )
 
-        def on_switch(s_, z_, mode=mode):
+        def on_switch(u, z_, mode=mode):
             theta_ = theta_of(flat.unravel(jnp.asarray(z_)))
-            return float(_call(system, "switch_condition", jnp.asarray(s_), theta_, mode))
+            return float(_call(system, "switch_condition", jnp.asarray(u * scale), theta_, mode))
 
         on_switch.terminal, on_switch.direction = True, -1
         events = [on_switch, *stop_events]
         budget = max(options.max_steps - steps, 1)
-        sol = _solve_ivp(fun, None, s, t1, z, events, options, atol, budget)
+        sol = _solve_ivp(fun, None, s, t1u, z, events, options, atol, budget)
         s_end = float(sol.t[-1])
-        out = _saved(sol, tsn, s, s_end, flat, out)
+        out = _saved(sol, tsu, s, s_end, flat, out)
         steps += _n_steps(sol)
         if np.any(mode[1]):
             t_slide += s_end - s
@@ -273,10 +287,10 @@ def solve_filippov(system, theta0, ts, t1, options):
         else:
             switches += 1
         if status is not None and status != Status.NONFINITE:
-            if not bool(_call(system, "check", jnp.asarray(s), theta, mode)):
+            if not bool(_call(system, "check", jnp.asarray(s * scale), theta, mode)):
                 status = Status.SLIDING_FAILED
     return _trajectory(
-        tsn, out, flat, system.data, system.loss, system.rescaled, s, z, status=status,
+        tsn, out, flat, system.data, system.loss, system.rescaled, s * scale, z, status=status,
         n_steps=steps,
-        n_rejected=-1, n_switches=switches, t_sliding=t_slide, ambiguous=ambiguous,
+        n_rejected=-1, n_switches=switches, t_sliding=t_slide * scale, ambiguous=ambiguous,
     )  # fmt: skip
