@@ -43,8 +43,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
+from flows._validate import as_array, check_finite, check_int, is_traced
 
 from ._dominant import log_abs_beta
+from ._problem import check_alpha, check_depth, check_kind, check_method, check_mu
 
 
 def perturbation_bound(method):
@@ -71,6 +73,34 @@ def perturbation_bound(method):
     )
 
 
+def _check_certificate(theta, mu, bound, depth, trapped):
+    """Shapes always (traced or not), values when concrete; each error names its argument."""
+    depth = check_int("depth", depth, minimum=1)
+    theta = as_array("theta", theta, f"an (L, d) array of real numbers with L = depth = {depth}")
+    if theta.ndim != 2 or theta.shape[0] != depth or theta.shape[1] < 1:
+        raise ValueError(f"`theta` must have shape (L, d) = ({depth}, d); got {theta.shape}.")
+    d = theta.shape[1]
+    mu = as_array("mu", mu, f"a ({d},) array of real numbers > 0")
+    if mu.shape != (d,):
+        raise ValueError(f"`mu` must have shape ({d},) to match `theta`; got {mu.shape}.")
+    bound = as_array("bound", bound, "a real number >= 0")
+    if bound.ndim != 0:
+        raise ValueError(f"`bound` must be a real scalar >= 0; got shape {bound.shape}.")
+    if trapped is not None:
+        check_kind("trapped", trapped, "b")
+        trapped = jnp.asarray(trapped)
+        if trapped.shape != (d,):
+            raise ValueError(f"`trapped` must have shape ({d},); got {trapped.shape}.")
+    check_finite("theta", theta)
+    if not is_traced(mu) and not np.all(np.asarray(mu) > 0):  # NaN fails too
+        raise ValueError(f"`mu` must be finite and > 0 elementwise; got {mu!r}.")
+    check_finite("mu", mu)
+    if not is_traced(bound) and not float(bound) >= 0:
+        raise ValueError(f"`bound` must be a finite real number >= 0; got {bound!r}.")
+    check_finite("bound", bound)
+    return theta, mu, bound, trapped
+
+
 def certificate(theta, mu, bound, depth: int, trapped=None):
     r"""(escaped, leader, settled) of the state ``theta`` (module docstring), traceable.
 
@@ -91,7 +121,7 @@ def certificate(theta, mu, bound, depth: int, trapped=None):
         bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static);
         trapped: optional boolean mask, shape ``(d,)`` (default: none trapped).
     """
-    theta, mu = jnp.asarray(theta), jnp.asarray(mu)
+    theta, mu, bound, trapped = _check_certificate(theta, mu, bound, depth, trapped)
     a = jnp.min(theta, axis=0)
     b = jnp.max(jnp.abs(theta), axis=0)
     size = log_abs_beta(theta)
@@ -210,6 +240,10 @@ def limit_leader(method, mu, alpha, depth: int):
     >>> analysis.limit_leader(flows.LinfSAM(0.1), [1.0, 2.0, 3.0], [0.6, 0.25, 0.12], 3)
     0
     """
+    check_method(method)
+    depth = check_depth(depth)
+    mu = check_mu(mu)
+    alpha = check_alpha(alpha, mu.shape[0])
     k = int(limit_index(method, mu, alpha, depth))
     return None if k < 0 else k
 
@@ -244,7 +278,7 @@ def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
         raise ValueError(
             f"`depth` must be an integer >= 3 (no tie curve at L <= 2); got {depth!r}."
         )
-    mu = np.asarray(mu, dtype=float)
+    mu = np.asarray(as_array("mu", mu, "a 1-D array of finite numbers > 0"))
     d = mu.shape[0] if mu.ndim == 1 else 0
     if mu.ndim != 1 or not np.all(np.isfinite(mu)) or not np.all(mu > 0):
         raise ValueError(f"`mu` must be a 1-D array of finite numbers > 0; got {mu!r}.")
@@ -254,7 +288,7 @@ def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
     if k == j:
         raise ValueError(f"`k` and `j` must differ; got k = j = {k}.")
     rho = float(method.rho)
-    alpha_k = np.asarray(alpha_k, dtype=float)
+    alpha_k = np.asarray(as_array("alpha_k", alpha_k, f"finite numbers > rho = {rho:g}"))
     if not np.all(np.isfinite(alpha_k)) or not np.all(alpha_k > rho):
         raise ValueError(
             f"`alpha_k` must be finite and > rho = {rho:g} (below it coordinate k never "

@@ -21,9 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import WrongTypeError
+from flows._validate import WrongTypeError, check_scalar, is_traced
 
-from ._problem import check_count
+from ._problem import check_count, check_positive
 
 
 class Clock(NamedTuple):
@@ -50,6 +50,10 @@ def clock_grid(t_end, n: int, first: float = 1e-7):
     :math:`t_{end}-\tau` from :math:`t_{end}/2` down to :math:`10^{-15}t_{end}` (the blow-up),
     ending at :math:`t_{end}`. Traceable in ``t_end``.
     """
+    if not is_traced(t_end):
+        check_scalar("t_end", t_end, positive=True)
+    n = check_count("n", n, minimum=4)
+    first = check_positive("first", first, upper=0.5)
     n_a = n // 2
     early = np.concatenate([[0.0], np.geomspace(first, 0.5, n_a - 1)])
     late = 1.0 - np.concatenate([np.geomspace(0.5, 1e-15, n - n_a - 1), [0.0]])

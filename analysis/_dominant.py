@@ -16,6 +16,7 @@ import numpy as np
 import scipy.optimize
 
 import flows
+from flows._validate import as_array
 
 from ._problem import Problem, check_count, check_trajectory
 
@@ -128,6 +129,9 @@ def log_abs_beta(theta):
     The size that :math:`j^\dagger` compares: a sum of logs keeps the order where the product
     :math:`\beta_j` would under- or overflow.
     """
+    theta = as_array("theta", theta, "an (..., L, d) array of real numbers")
+    if theta.ndim < 2:
+        raise ValueError(f"`theta` must have shape (..., L, d); got shape {theta.shape}.")
     return jnp.sum(jnp.log(jnp.abs(theta)), axis=-2)
 
 

@@ -92,10 +92,10 @@ def limit_map(
     depth = check_depth(depth)
     max_passes = check_count("max_passes", max_passes)
     max_steps = check_count("max_steps", max_steps)
-    if isinstance(alphas, np.ndarray) or len(alphas) != mu.shape[0]:
+    if not isinstance(alphas, (list, tuple)) or len(alphas) != mu.shape[0]:
         raise ValueError(
-            f"`alphas` must be a sequence of d = {mu.shape[0]} 1-D arrays (one axis per "
-            f"coordinate); got {type(alphas).__name__} of length {len(alphas)}."
+            f"`alphas` must be a list or tuple of d = {mu.shape[0]} 1-D arrays (one axis per "
+            f"coordinate); got {alphas!r:.80}."
         )
     axes = tuple(np.atleast_1d(_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
     if atol is None and isinstance(method, flows.LinfSAM) and method.delta is None:

@@ -18,7 +18,7 @@ import scipy.optimize
 import flows
 from flows._validate import as_array
 
-from ._problem import check_data, check_trajectory
+from ._problem import check_data, check_kind, check_trajectory
 
 
 def _check_data(data) -> np.ndarray:
@@ -58,7 +58,8 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
     ([1.0, 0.0], [1.0, 0.0])
     """
     z = _check_data(data)
-    if isinstance(p, bool) or p not in (1, 2):
+    number = isinstance(p, (int, float, np.integer, np.floating)) and not isinstance(p, bool)
+    if not number or p not in (1, 2):
         raise ValueError(f"`p` must be 1 or 2; got {p!r}.")
     n, d = z.shape
     rows = np.max(np.abs(z), axis=1, keepdims=True)  # (n, 1); 0 for x_i = 0
@@ -221,7 +222,7 @@ def convergence_rate(
     >>> round(analysis.convergence_rate(traj, [0.0, 1.0], model="exp").rate, 4)
     4.0
     """
-    if model not in _MODELS:
+    if not isinstance(model, str) or model not in _MODELS:
         raise ValueError(f"`model` must be one of {sorted(_MODELS)}; got {model!r}.")
     if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0 < tail <= 1:
         raise ValueError(f"`tail` must be a number in (0, 1]; got {tail!r}.")
@@ -253,8 +254,15 @@ def limit_class(status, beta) -> np.ndarray:
     ...                      np.array([[1.0, 3.0], [1e-9, 0.0]])).tolist()
     [2, 0]
     """
+    check_kind("status", status, "iu")
     status = np.asarray(status)
-    cls = np.argmax(np.abs(np.asarray(beta)), axis=-1) + 1
+    beta = np.asarray(as_array("beta", beta, "an (..., d) array of real numbers"))
+    if beta.ndim < 1 or beta.shape[-1] < 1 or beta.shape[:-1] != status.shape:
+        raise ValueError(
+            f"`beta` must have shape `status`.shape + (d,) = {status.shape} + (d,), d >= 1; got "
+            f"shape {beta.shape}."
+        )
+    cls = np.argmax(np.abs(beta), axis=-1) + 1
     cls = np.where(status == flows.Status.COLLAPSED, 0, cls)
     ok = np.isin(status, [flows.Status.COLLAPSED, flows.Status.OK, flows.Status.ESCAPED])
     return np.where(ok, cls, -1)
@@ -269,7 +277,13 @@ def convergence_order(steps, errors) -> float:
     >>> round(analysis.convergence_order([0.1, 0.05, 0.025], [0.3, 0.15, 0.075]), 12)
     1.0
     """
-    steps, errors = np.asarray(steps, dtype=float), np.asarray(errors, dtype=float)
+    steps = np.asarray(as_array("steps", steps, "a 1-D array of step sizes"))
+    errors = np.asarray(as_array("errors", errors, "a 1-D array of errors"))
+    if steps.ndim != 1 or errors.shape != steps.shape:
+        raise ValueError(
+            f"`steps` and `errors` must be 1-D arrays of one length; got shapes {steps.shape} "
+            f"and {errors.shape}."
+        )
     ok = np.isfinite(errors) & (errors > 0) & np.isfinite(steps) & (steps > 0)
     if ok.sum() < 2:
         return float("nan")

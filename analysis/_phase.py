@@ -8,6 +8,7 @@ import equinox as eqx
 import numpy as np
 
 import flows
+from flows._validate import as_array
 
 from ._certify import perturbation_bound
 from ._problem import check_count, check_depth, check_method, check_mu
@@ -26,7 +27,7 @@ _FIELDS = {
 
 
 def _axis(name, value):
-    arr = np.asarray(value, dtype=float)
+    arr = np.asarray(as_array(name, value, "a number > 0 or a 1-D array of numbers > 0"))
     if arr.ndim > 1 or arr.size == 0:
         raise ValueError(
             f"`{name}` must be a number or a non-empty 1-D array; got shape {arr.shape}."
@@ -34,6 +35,15 @@ def _axis(name, value):
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
         raise ValueError(f"`{name}` must be finite and > 0; got {value!r}.")
     return arr
+
+
+def _whole(x):
+    """An integer-valued number as a Python int (a depth read from an array); else ``x``."""
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
+        return int(x)
+    return x
 
 
 def describe(method) -> str:
@@ -123,16 +133,19 @@ def phase_diagram(
     for name in ("rho", "sigma", "rho_max"):
         if given[name] is not None and name not in fields:
             raise ValueError(
-                f"`{name}` does not belong to {type(method).__name__} (its parameters: "
+                f"`{name}` does not belong to `method` {type(method).__name__} (its parameters: "
                 f"{', '.join(fields) or 'none'})."
             )
         if name == "sigma" and given[name] is not None and callable(method.sigma):
             raise ValueError("`sigma`: the template's sigma is a schedule; pass a number.")
     values = {k: _axis(k, v) for k, v in given.items() if v is not None}
-    depths = np.atleast_1d(np.asarray(depth))
+    try:
+        depths = np.atleast_1d(np.asarray(depth))
+    except ValueError:  # ragged
+        depths = np.zeros((0,))
     if depths.ndim != 1 or depths.size == 0:
         raise ValueError(f"`depth` must be an integer or a non-empty 1-D list; got {depth!r}.")
-    depths = [check_depth(int(x)) if float(x) == int(x) else check_depth(x) for x in depths]
+    depths = [check_depth(_whole(x)) for x in depths]
     max_switches = check_count("max_switches", max_switches)
     n_grid = check_count("n_grid", n_grid, 2)
     data = flows.single_example(mu)

@@ -19,7 +19,7 @@ import numpy as np
 import flows
 from flows._methods import check_method as check_method
 from flows._problem import check_data as check_data
-from flows._validate import WrongTypeError, as_array, check_int
+from flows._validate import WrongTypeError, as_array, check_int, is_traced
 
 
 def check_mu(mu) -> np.ndarray:
@@ -61,6 +61,19 @@ def check_positive(name: str, value, *, upper: float = np.inf) -> float:
 def check_count(name: str, value, minimum: int = 1) -> int:
     """Validate an integer ``>= minimum``."""
     return check_int(name, value, minimum=minimum)
+
+
+def check_kind(name, value, kinds):
+    """A concrete ``value`` must be booleans (``kinds`` "b") or integers ("iu"); traced pass."""
+    if is_traced(value):
+        return
+    try:
+        dtype = None if isinstance(value, (str, bytes)) else np.asarray(value).dtype
+    except ValueError:  # ragged
+        dtype = None
+    if value is None or dtype is None or dtype.kind not in kinds:
+        what = "booleans" if kinds == "b" else "integer indices"
+        raise WrongTypeError(f"`{name}` must be {what} (a scalar or an array); got {value!r}.")
 
 
 def check_trajectory(traj) -> flows.Trajectory:

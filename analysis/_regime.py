@@ -23,7 +23,13 @@ from ._certify import (
     trapped,
 )
 from ._dominant import _switches
-from ._problem import check_count, check_depth, check_positive, single_example_problem
+from ._problem import (
+    check_count,
+    check_depth,
+    check_kind,
+    check_positive,
+    single_example_problem,
+)
 
 #: The regime names, indexed by the integer codes of :func:`regime_code` (one table).
 REGIMES = ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
@@ -89,6 +95,14 @@ def regime_code(collapsed, settled, leader, visited_other, target):
     >>> analysis.REGIMES[int(analysis.regime_code(False, True, 0, True, 2))]
     'minor'
     """
+    for name, value, kinds in (
+        ("collapsed", collapsed, "b"),
+        ("settled", settled, "b"),
+        ("leader", leader, "iu"),
+        ("visited_other", visited_other, "b"),
+        ("target", target, "iu"),
+    ):
+        check_kind(name, value, kinds)
     escaped = jnp.where(leader != target, MINOR, jnp.where(visited_other, SEQUENTIAL, DIRECT))
     return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
 

@@ -53,7 +53,7 @@ _LOG_SPEEDS = {
 
 def log_speed(loss: str, z):
     r""":math:`\log(-\ell'(z))` elementwise, finite for every finite ``z``."""
-    return _LOG_SPEEDS[check_loss(loss)](z)
+    return _LOG_SPEEDS[check_loss(loss)](as_array("z", z))
 
 
 # --- data -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ to 1e150, both backends) are in ``tests/test_solver_hostile.py``; those of
 below λ ≈ 1e-25; issue 15).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -468,3 +469,255 @@ def test_critical_alpha_refuses_before_solving(no_integration, key, value):
     # the vmapped batch is traced here and reaches the patched integrator.
     args = dict(mu=np.arange(1.0, 8.0), max_steps=12_345) | {key: value}
     refused_or_integrated(lambda: analysis.critical_alpha(flows.L2SAM(1.0), **args), key)
+
+
+# --- every public callable: each argument, one at a time, bad or extreme --------------------
+#
+# One table row per public function of ``flows`` and ``analysis`` (the constructors and
+# functions above have their own, finer properties). ``base`` is a valid call; each example
+# replaces one argument by a generated value. Rows whose valid call integrates run under
+# ``no_integration`` (and ``flows.sweep`` is patched out for those that sweep), so every
+# example ends before any solve: either a named error or the patched integrator.
+
+
+def _solved_traj():
+    """A short finished GD solve (dense), the trajectory the trajectory functions take."""
+    return flows.solve(flows.GD(), DATA, THETA, t1=0.5, rescaled=True, dense=True)
+
+
+TRAJ = _solved_traj()
+PROBLEM = analysis.Problem(flows.GD(), DATA, THETA, dict(t1=0.5, rescaled=True))
+MU = [1.0, 2.0, 3.0]
+
+
+def _family(p):
+    return flows.L2SAM(1.0), p
+
+
+def _sweep_fn(a):
+    return {"y": 2.0 * a}
+
+
+# (name, call, base keyword arguments, keys to perturb, integrates)
+PUBLIC = [
+    ("flows.log_speed", flows.log_speed, dict(loss="logistic", z=[0.5, -1.0]), ["loss", "z"], 0),
+    (
+        "flows.margins",
+        flows.margins,
+        dict(theta=THETA, data=DATA),
+        ["theta", "data"],
+        0,
+    ),
+    (
+        "flows.sweep",
+        flows.sweep,
+        dict(fn=_sweep_fn, params={"a": [1.0, 2.0]}, progress=False, compile_cache=False),
+        "fn params static product order chunk_size max_chunk memory_budget config seed "
+        "workers".split(),
+        0,
+    ),
+    ("flows.load_sweep", flows.load_sweep, dict(path="/nonexistent/sweep"), ["path"], 0),
+    (
+        "analysis.l2sam_thresholds",
+        analysis.l2sam_thresholds,
+        dict(mu=MU, rho=1.0),
+        ["mu", "rho"],
+        0,
+    ),
+    (
+        "analysis.certificate",
+        analysis.certificate,
+        dict(theta=THETA, mu=MU, bound=0.1, depth=2),
+        ["theta", "mu", "bound", "depth", "trapped"],
+        0,
+    ),
+    (
+        "analysis.limit_leader",
+        analysis.limit_leader,
+        dict(method=flows.LinfSAM(0.1), mu=MU, alpha=0.5, depth=2),
+        ["method", "mu", "alpha", "depth"],
+        0,
+    ),
+    (
+        "analysis.linf_tie",
+        analysis.linf_tie,
+        dict(method=flows.LinfSAM(0.1), mu=MU, alpha_k=0.5, depth=3, k=0, j=1),
+        ["method", "mu", "alpha_k", "depth", "k", "j"],
+        0,
+    ),
+    (
+        "analysis.perturbation_bound",
+        analysis.perturbation_bound,
+        dict(method=flows.LinfSAM(0.1)),
+        ["method"],
+        0,
+    ),
+    ("analysis.clock_grid", analysis.clock_grid, dict(t_end=1.0, n=8), ["t_end", "n", "first"], 0),
+    ("analysis.norm_clock", analysis.norm_clock, dict(traj=TRAJ, n=8), ["traj", "n", "first"], 0),
+    ("analysis.dominant_index", analysis.dominant_index, dict(traj=TRAJ), ["traj", "tie_rtol"], 0),
+    (
+        "analysis.fastest_growing_index",
+        analysis.fastest_growing_index,
+        dict(traj=TRAJ, problem=PROBLEM),
+        ["traj", "problem"],
+        0,
+    ),
+    ("analysis.log_abs_beta", analysis.log_abs_beta, dict(theta=THETA), ["theta"], 0),
+    (
+        "analysis.switch_times",
+        analysis.switch_times,
+        dict(traj_or_problem=TRAJ),
+        ["traj_or_problem", "samples_per_step", "max_depth"],
+        0,
+    ),
+    (
+        "analysis.convergence_order",
+        analysis.convergence_order,
+        dict(steps=[0.1, 0.05, 0.025], errors=[1e-2, 2.5e-3, 6.25e-4]),
+        ["steps", "errors"],
+        0,
+    ),
+    (
+        "analysis.convergence_rate",
+        analysis.convergence_rate,
+        dict(traj=TRAJ, direction=[0.0, 0.0, 1.0]),
+        ["traj", "direction", "model", "tail"],
+        0,
+    ),
+    (
+        "analysis.direction_cosine",
+        analysis.direction_cosine,
+        dict(traj=TRAJ, direction=[0.0, 0.0, 1.0]),
+        ["traj", "direction"],
+        0,
+    ),
+    (
+        "analysis.limit_class",
+        analysis.limit_class,
+        dict(status=int(flows.Status.ESCAPED), beta=[0.0, 0.0, 1.0]),
+        ["status", "beta"],
+        0,
+    ),
+    ("analysis.limit_direction", analysis.limit_direction, dict(traj=TRAJ), ["traj"], 0),
+    ("analysis.max_margin", analysis.max_margin, dict(data=DATA, p=2), ["data", "p"], 0),
+    ("analysis.loss_plateau", analysis.loss_plateau, dict(traj=TRAJ), ["traj", "band"], 0),
+    (
+        "analysis.sharpness",
+        analysis.sharpness,
+        dict(traj=TRAJ, data=DATA),
+        ["traj", "data", "loss"],
+        0,
+    ),
+    (
+        "analysis.regime_code",
+        analysis.regime_code,
+        dict(collapsed=False, settled=True, leader=2, visited_other=False, target=2),
+        ["collapsed", "settled", "leader", "visited_other", "target"],
+        0,
+    ),
+    (
+        "analysis.Problem",
+        analysis.Problem,
+        dict(method=flows.GD(), data=DATA, theta0=THETA, options=dict(t1=1.0)),
+        ["method", "data", "theta0", "options"],
+        0,
+    ),
+    (
+        "analysis.regime",
+        analysis.regime,
+        dict(method=flows.L2SAM(1.0), mu=MU, alpha=0.5),
+        ["method", "mu", "alpha", "depth"],
+        1,
+    ),
+    (
+        "analysis.boundary",
+        analysis.boundary,
+        dict(family=_family, mu=MU, bracket=(0.1, 1.0)),
+        "family mu depth bracket kind rtol points log max_steps collapse_tol escape_tol loss "
+        "solver_rtol solver_atol max_passes".split(),
+        1,
+    ),
+    (
+        "analysis.direct_alpha",
+        analysis.direct_alpha,
+        dict(method=flows.L2SAM(1.0), mu=MU),
+        ["method", "mu", "depth", "bracket", "scan", "full_output"],
+        1,
+    ),
+    (
+        "analysis.limit_map",
+        analysis.limit_map,
+        dict(method=flows.LinfSAM(0.1), mu=MU, alphas=[[0.5, 1.0], [0.5], [0.5]], progress=False),
+        "method mu alphas depth loss collapse_tol escape_tol rtol atol max_steps "
+        "max_passes".split(),
+        1,
+    ),
+    (
+        "analysis.phase_diagram",
+        analysis.phase_diagram,
+        dict(method=flows.L2SAM(1.0), mu=MU, alpha=[0.5, 1.0], rho=[0.5, 1.0], progress=False),
+        "method mu alpha rho sigma rho_max depth loss collapse_tol escape_tol rtol atol "
+        "max_steps max_passes n_grid max_switches".split(),
+        1,
+    ),
+]
+
+# Documented NaN results: convergence_order is NaN with fewer than two usable points.
+NAN_DOCUMENTED = {"analysis.convergence_order"}
+
+hostile = st.one_of(
+    numbers,
+    wrong_types,
+    any_value((3,)),
+    any_value((2, 3)),
+    st.integers(-3, 3),
+    st.booleans(),
+    st.sampled_from(["logistic", "l2", "auto", "", "/"]),
+    st.sampled_from([flows.GD(), DATA]),
+)
+
+
+def _nan_free(result):
+    """No NaN in any numeric leaf of ``result`` (a dataclass, tuple, dict or array)."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return all(_nan_free(getattr(result, f.name)) for f in dataclasses.fields(result))
+    if isinstance(result, dict):
+        return all(_nan_free(v) for v in result.values())
+    if isinstance(result, (tuple, list)):
+        return all(_nan_free(v) for v in result)
+    try:
+        arr = np.asarray(result)
+    except Exception:
+        return True
+    return arr.dtype.kind not in "fc" or not bool(np.any(np.isnan(arr)))
+
+
+@pytest.fixture
+def no_sweep(monkeypatch):
+    """``flows.sweep`` (as the analysis sweeps call it) raises ``Solved``."""
+
+    def stop(*args, **kwargs):
+        raise Solved
+
+    monkeypatch.setattr(flows, "sweep", stop)
+
+
+@pytest.mark.parametrize("row", PUBLIC, ids=[r[0] for r in PUBLIC])
+@settings(CI, max_examples=12)
+@given(data=st.data())
+def test_every_public_callable(row, data, no_integration, no_sweep):
+    """Each argument replaced by a hostile value: a named error, or (no integration) a
+    NaN-free result; for rows that integrate, the call must stop at the patched solver."""
+    name, fn, base, keys, integrates = row
+    key = data.draw(st.sampled_from(keys), label="key")
+    value = data.draw(hostile, label="value")
+    kwargs = base | {key: value}
+    if integrates:
+        refused_or_integrated(lambda: fn(**kwargs), key)
+        return
+    try:
+        ok, result = named_error_or_result(lambda: fn(**kwargs), key)
+    except Solved:
+        raise AssertionError(f"{name} integrates; mark its row") from None
+    if ok and name not in NAN_DOCUMENTED:  # NaN in, NaN out; no NaN from NaN-free input
+        assert _nan_free(result) or not _nan_free(value), f"{name}({key}={value!r}): {result!r}"

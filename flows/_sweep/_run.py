@@ -141,6 +141,10 @@ def sweep(
     ):
         _check_int(name, value, minimum)
     _check_int("seed", seed, -(2**63), allow_none=False)
+    if order is not None and not callable(order):
+        raise ValueError(f"`order` must be None or a callable of the points; got {order!r}.")
+    if config is not None and not isinstance(config, Mapping):
+        raise ValueError(f"`config` must be None or a mapping of JSON values; got {config!r}.")
     config = dict(config or {})
     try:
         json.dumps(config)

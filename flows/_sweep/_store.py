@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._validate import check_type
+
 _KEY = "__key__"
 _ERRORS = "__errors__"
 _READ_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error)
@@ -103,7 +105,7 @@ def load_sweep(path) -> SweepResult:
     >>> flows.load_sweep(r.path)["sq"].tolist()
     [1.0, 4.0]
     """
-    path = Path(path)
+    path = Path(check_type("path", path, (str, os.PathLike), "a folder path (str or os.PathLike)"))
     try:
         manifest = json.loads((path / "manifest.json").read_text())
         if not manifest.get("complete") or "result_sha256" not in manifest:
