@@ -98,7 +98,7 @@ def _check_solver(solver, backend):
             )
         return solver
     solver = "LSODA" if solver is None else solver
-    if solver not in SCIPY_SOLVERS:
+    if not isinstance(solver, str) or solver not in SCIPY_SOLVERS:
         raise ValueError(
             f"`solver` must be one of {SCIPY_SOLVERS} for backend='scipy'; got {solver!r}."
         )
@@ -200,7 +200,8 @@ class SolverOptions(eqx.Module):
         if dense and backend == "scipy":
             raise ValueError("`dense` must be False for backend='scipy' (diffrax only).")
         self.dense = dense
-        if not (isinstance(real_time, bool) or real_time == "auto"):
+        auto = isinstance(real_time, str) and real_time == "auto"
+        if not (isinstance(real_time, bool) or auto):
             raise ValueError(f"`real_time` must be True, False or 'auto'; got {real_time!r}.")
         self.real_time = real_time
 

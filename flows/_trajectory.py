@@ -41,9 +41,21 @@ class Status:
 
     @classmethod
     def name(cls, code) -> str | np.ndarray:
-        """Readable name(s) for an integer code or an array of codes."""
-        codes = np.asarray(code)
-        names = np.asarray(cls.NAMES)[codes]
+        """Readable name(s) for an integer code or an array of codes.
+
+        Codes 0..6 are the statuses above; -1, the fill of :func:`flows.sweep` for a point whose
+        evaluation raised (no status), reads ``"failed"``. Anything else is a ``ValueError``.
+        """
+        try:
+            codes = np.asarray(None if isinstance(code, (str, bytes)) else code)
+        except ValueError:  # ragged
+            codes = np.asarray(None)
+        if codes.dtype.kind not in "iu" or np.any(codes < -1) or np.any(codes >= len(cls.NAMES)):
+            raise ValueError(
+                f"`code` must be an integer status code 0..{len(cls.NAMES) - 1} (or -1, a failed "
+                f"sweep point) or an array of them; got {code!r}."
+            )
+        names = np.asarray((*cls.NAMES, "failed"))[codes]  # -1: the last entry
         return str(names) if codes.ndim == 0 else names
 
 

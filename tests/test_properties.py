@@ -516,6 +516,15 @@ PUBLIC = [
         "workers".split(),
         0,
     ),
+    (
+        "flows.SolverOptions",
+        flows.SolverOptions,
+        dict(),
+        "backend solver rtol atol max_steps collapse_tol escape_tol loss_tol dense "
+        "real_time".split(),
+        0,
+    ),
+    ("flows.Status.name", flows.Status.name, dict(code=2), ["code"], 0),
     ("flows.load_sweep", flows.load_sweep, dict(path="/nonexistent/sweep"), ["path"], 0),
     (
         "analysis.l2sam_thresholds",
