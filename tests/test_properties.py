@@ -9,10 +9,15 @@ of the fields and of the max-margin problem across magnitudes.
 
 CI-sized: at most ``MAX_EXAMPLES`` examples per property, derandomized (the same
 examples on every run), no example database, no deadline (first calls compile).
+Every public callable of ``flows`` and ``analysis`` is covered: by a property of its own, or
+by a row of ``PUBLIC`` (``test_every_public_callable``: one argument at a time replaced by a
+hostile value; a call whose valid path integrates or sweeps must stop at the patched-out
+integrator, so no example solves anything); ``test_every_public_callable_is_covered`` fails
+for a new public name without either.
+
 Solver-level scale twins of ``flows.solve`` (status, scaled end time, θ_end/λ from 1e-150
 to 1e150, both backends) are in ``tests/test_solver_hostile.py``; those of
-``analysis.regime_path`` are not tested yet (its absolute ``atol=1e-30`` makes them fail
-below λ ≈ 1e-25; issue 15).
+``analysis.regime_path`` in ``tests/test_regime.py``.
 """
 
 import dataclasses
@@ -730,3 +735,50 @@ def test_every_public_callable(row, data, no_integration, no_sweep):
         raise AssertionError(f"{name} integrates; mark its row") from None
     if ok and name not in NAN_DOCUMENTED:  # NaN in, NaN out; no NaN from NaN-free input
         assert _nan_free(result) or not _nan_free(value), f"{name}({key}={value!r}): {result!r}"
+
+
+# Public callables with a property of their own above, or that take no user input.
+COVERED_ABOVE = {
+    "flows.L2SAM": test_l2sam_constructor,
+    "flows.LinfSAM": test_linfsam_constructor,
+    "flows.LESAM": test_lesam_constructor,
+    "flows.Dataset": test_dataset_constructor,
+    "flows.single_example": test_single_example,
+    "flows.balanced_init": test_balanced_init,
+    "flows.beta": test_beta_is_exact_or_exact_overflow,
+    "flows.objective": test_objective_and_margins,
+    "flows.loss_fn": test_loss_and_derivative_are_finite_on_finite_margins,
+    "flows.loss_derivative": test_loss_and_derivative_are_finite_on_finite_margins,
+    "flows.velocity": test_velocity_named_error_or_finite,
+    "flows.rescaled_velocity": test_velocity_named_error_or_finite,
+    "flows.iterate": test_iterate_arguments,
+    "flows.solve": test_solve_refuses_or_accepts_each_argument,
+    "analysis.regime_path": test_regime_path_refuses_before_solving,
+    "analysis.critical_alpha": test_critical_alpha_refuses_before_solving,
+}
+NO_USER_INPUT = {
+    "flows.AbstractMethod": "abstract base of the methods",
+    "flows.GD": "no arguments",
+    # result containers, built by the functions that return them
+    **dict.fromkeys(
+        ["flows.Trajectory", "flows.DenseOutput", "flows.SweepResult", "flows.Status"]
+        + [
+            f"analysis.{n}"
+            for n in "Boundary Clock L2SAMThresholds LimitMap Plateau Rate RegimePath "
+            "Sharpness Switches".split()
+        ],
+        "a result container",
+    ),
+}
+
+
+def test_every_public_callable_is_covered():
+    """A new public function without a row (or a property above) fails here."""
+    public = {
+        f"{mod.__name__}.{n}"
+        for mod in (flows, analysis)
+        for n in dir(mod)
+        if not n.startswith("_") and callable(getattr(mod, n))
+    }
+    covered = {row[0] for row in PUBLIC} | set(COVERED_ABOVE) | set(NO_USER_INPUT)
+    assert public - covered == set()
