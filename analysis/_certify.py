@@ -74,7 +74,9 @@ def perturbation_bound(method):
 
 
 def _check_certificate(theta, mu, bound, depth, trapped):
-    """Shapes always (traced or not), values when concrete; each error names its argument."""
+    """Shapes and types always (traced or not); ``mu`` and ``bound`` values when concrete. θ's
+    values are not checked: :func:`analysis.regime_path` certifies the end of every solve,
+    and a non-finite end is read from its status, not refused here."""
     depth = check_int("depth", depth, minimum=1)
     theta = as_array("theta", theta, f"an (L, d) array of real numbers with L = depth = {depth}")
     if theta.ndim != 2 or theta.shape[0] != depth or theta.shape[1] < 1:
@@ -91,7 +93,6 @@ def _check_certificate(theta, mu, bound, depth, trapped):
         trapped = jnp.asarray(trapped)
         if trapped.shape != (d,):
             raise ValueError(f"`trapped` must have shape ({d},); got {trapped.shape}.")
-    check_finite("theta", theta)
     if not is_traced(mu) and not np.all(np.asarray(mu) > 0):  # NaN fails too
         raise ValueError(f"`mu` must be finite and > 0 elementwise; got {mu!r}.")
     check_finite("mu", mu)
