@@ -218,7 +218,7 @@ def solve_filippov(system, theta0, ts, t1, options):
             condition,
             options,
             atol,
-            span=t1,
+            span=t1_u,  # the segments' times are in the unit T, so is the event tolerance's span
         )
         s_end, y_end, new = _final(sol)
         inside = (ts_u >= s0) & (ts_u <= s_end)
