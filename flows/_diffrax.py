@@ -218,7 +218,12 @@ def solve_filippov(system, theta0, ts, t1, options):
             condition,
             options,
             atol,
-            span=t1,
+            # The segments' times are in the unit T, the run's own time scale, and so is
+            # the event location's absolute tolerance: 1e-20 T, or 1e-20 t1 if shorter
+            # (t1/T is twin-invariant but reaches 1e10 at ρ/α = 1e9, where 1e-20 t1/T
+            # left the collapse ‖θ‖ 1e-5 past its threshold; the real-time t1 made it
+            # 1e21 T at λ = 1e-20, L = 4, where the twins ended max_steps).
+            span=jnp.minimum(t1_u, 1.0),
         )
         s_end, y_end, new = _final(sol)
         inside = (ts_u >= s0) & (ts_u <= s_end)

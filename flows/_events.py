@@ -139,15 +139,18 @@ def step_budget_event(max_steps):
     calls; when the budget is spent it becomes the deterministic function
     ``t_mid - t`` (``t_mid`` the middle of the last step), so that the root
     finder sees a sign change and stops the run inside the last step.
-    ``budget.state`` keeps the last step's end, ``t_last`` and ``y_last``.
+    ``budget.state`` keeps the last step's end, ``t_last`` and ``y_last``, and the one
+    before, ``t_prev`` and ``y_prev`` (the last state before a failed event search).
     """
     state = {"count": 0, "t_last": -np.inf, "t_mid": None, "y_last": None}
+    state.update(t_prev=-np.inf, y_prev=None)
 
     def budget(t, y):
         if state["t_mid"] is None and t > state["t_last"]:
             state["count"] += 1
             if state["count"] > max_steps:  # the first call is at t0, before any step
                 state["t_mid"] = 0.5 * (state["t_last"] + t)
+            state["t_prev"], state["y_prev"] = state["t_last"], state["y_last"]
             state["t_last"], state["y_last"] = t, np.array(y)
         return 1.0 if state["t_mid"] is None else state["t_mid"] - t
 

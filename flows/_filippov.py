@@ -454,6 +454,24 @@ class _System(eqx.Module):
         leave = jnp.where(sliding, 1.0 + _CONTROL_TOL - jnp.abs(u), _BIG)
         return jnp.minimum(jnp.min(cross), jnp.min(leave))
 
+    def event_condition(self, t, theta, mode):
+        r""":meth:`switch_condition` :math:`c` as :math:`\mathrm{sign}(c)\,|c|^{1/(L-1)}`: the
+        same zero set and sign (the map is increasing, so it commutes with the minimum
+        over components), for a root finder that needs a sign change at a simple root.
+
+        A balanced coordinate dies with all its layers at 0 at once, so each
+        :math:`h_{lj}=r_j\prod_{l'\ne l}w_{l'j}` has a root of multiplicity :math:`L-1`
+        in time, :math:`h\approx-\mu_jw^{L-1}` with :math:`w\propto s^*-s`. scipy's
+        event root finder (``brentq`` in ``solve_ivp``) takes interpolation steps that
+        converge only linearly on such a root and failed after its 100 iterations at
+        :math:`L=4` (issue 15); on :math:`|c|^{1/(L-1)}` the root is simple. A simple
+        root of :math:`c` (one layer reaching 0, :math:`1-|u_k|`) becomes one of infinite
+        slope, still bracketed by its sign change. The diffrax driver bisects (any
+        multiplicity) and uses :meth:`switch_condition` itself.
+        """
+        c = self.switch_condition(t, theta, mode)
+        return jnp.sign(c) * jnp.abs(c) ** (1.0 / max(theta.shape[0] - 1, 1))
+
     def for_run(self, theta0):
         r"""This system with the units of a run from ``theta0`` (issue 15):
 

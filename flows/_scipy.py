@@ -12,9 +12,14 @@ of the budget, and at most ``CALLS_PER_STUCK_STEP`` for one step; LSODA can call
 field for ever without finishing a step (it never left t = 0 on ℓ2-SAM at ρ = 1e300,
 issue 15). A spent call budget ends the run with ``max_steps`` at the last completed
 step; there is no dense output then, so the saving times after t = 0 are NaN.
-``NONFINITE_CALLS`` consecutive non-finite field values end it as ``nonfinite``.
+``NONFINITE_CALLS`` consecutive non-finite field values end it as ``nonfinite``, and
+so does a failure of ``solve_ivp``'s event root finder (``brentq``'s ``RuntimeError``,
+"Failed to converge"; a solver failure), at the last step before the one that held the
+event. The Filippov switch is handed to it with a simple root
+(``flows._filippov._System.event_condition``), where it converges.
 """
 
+import traceback
 from types import SimpleNamespace
 
 import equinox as eqx
@@ -119,7 +124,8 @@ def _solve_ivp(fun, jac, s0, t1, z0, events, options, atol, max_steps):
     ``max_steps`` (its event is appended last; see the module docstring).
 
     A run ended by the call budget or by a non-finite field returns a result with
-    ``status`` -2 and ``sol = None``, its last state the last completed step's.
+    ``status`` -2 and ``sol = None``, its last state the last completed step's; one
+    whose event root finder failed the same, ``nonfinite``, at the step before.
     """
     implicit = options.solver in ("LSODA", "Radau", "BDF")
     budget = step_budget_event(max_steps)
@@ -159,14 +165,31 @@ def _solve_ivp(fun, jac, s0, t1, z0, events, options, atol, max_steps):
             dense_output=True,
         )
     except _Spent as spent:
-        t_last, y_last = budget.state["t_last"], budget.state["y_last"]
-        if y_last is None:
-            t_last, y_last = float(s0), np.asarray(z0)
-        return SimpleNamespace(
-            t=np.array([float(t_last)]), y=np.asarray(y_last)[:, None], status=-2, sol=None,
-            spent=spent.status, t_events=[np.empty(0)] * (len(events) + 1),
-            n_steps=max(budget.state["count"] - 1, 0),
-        )  # fmt: skip
+        return _ended(budget.state, "last", s0, z0, spent.status, len(events))
+    except RuntimeError as error:
+        if not _in_event_search(error):
+            raise
+        # the step that holds the event is not kept: its end may lie past the surface
+        return _ended(budget.state, "prev", s0, z0, Status.NONFINITE, len(events))
+
+
+def _in_event_search(error):
+    """Whether ``error`` was raised in ``solve_ivp``'s event root finder (``brentq``)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return any(frame.name == "solve_event_equation" for frame in frames)
+
+
+def _ended(state, which, s0, z0, status, n_events):
+    """The result of a run ended with ``status`` at the step ``state[t_<which>]``
+    of the step budget's event (``t_last`` or ``t_prev``), or at ``s0`` before any."""
+    t_end, y_end = state["t_" + which], state["y_" + which]
+    if y_end is None:
+        t_end, y_end = float(s0), np.asarray(z0)
+    steps = state["count"] - (1 if which == "last" else 2)
+    return SimpleNamespace(
+        t=np.array([float(t_end)]), y=np.asarray(y_end)[:, None], status=-2, sol=None,
+        spent=status, t_events=[np.empty(0)] * (n_events + 1), n_steps=max(steps, 0),
+    )  # fmt: skip
 
 
 def _n_steps(sol):
@@ -261,7 +284,8 @@ def solve_filippov(system, theta0, ts, t1, options):
 
         def on_switch(u, z_, mode=mode):
             theta_ = theta_of(flat.unravel(jnp.asarray(z_)))
-            return float(_call(system, "switch_condition", jnp.asarray(u * scale), theta_, mode))
+            # a simple root for brentq (_System.event_condition; issue 15)
+            return float(_call(system, "event_condition", jnp.asarray(u * scale), theta_, mode))
 
         on_switch.terminal, on_switch.direction = True, -1
         events = [on_switch, *stop_events]

@@ -22,7 +22,8 @@ class Status:
     escaped   2    ‖θ‖ rose to ``escape_tol · ‖θ₀‖`` (escape past a norm bound)
     converged 3    the loss fell to ``loss_tol``
     max_steps 4    the solver's step budget ran out
-    nonfinite 5    a non-finite state, or any other solver failure
+    nonfinite 5    a non-finite state, or any other solver failure (e.g.
+                   scipy's event root finder not converging)
     sliding_f 6    ``sliding_failed``: the Newton solve for a Filippov sliding
                    control (ℓ∞-SAM) left a residual (issue 11)
     ========= ==== =====================================================
