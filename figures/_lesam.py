@@ -151,10 +151,8 @@ def compute_lesam(ctx: Context) -> dict:
     if np.any(ds["code"].values == UNDETERMINED):  # the legend would not explain them
         raise RuntimeError("lesam: undetermined runs on the regime grid; raise max_passes.")
     ctx.log("ℓ2-SAM(ρ_max) boundaries; LE-SAM boundaries along σ (analysis.boundary)")
-    l2_crit = np.array(  # each search compiles its own vmapped solver: too slow for a smoke run
-        [np.nan if ctx.quick else _l2_critical_alpha()]
-    )
-    # Each kind of boundary compiles its own vmapped solver: too slow for a smoke run.
+    # Each boundary search compiles its own vmapped solver: too slow for a smoke run.
+    l2_crit = np.nan if ctx.quick else _l2_critical_alpha()
     search = lambda alphas, kind: np.array(  # noqa: E731
         [np.nan if ctx.quick else _sigma_boundary(float(a), kind) for a in alphas]
     )
@@ -164,7 +162,7 @@ def compute_lesam(ctx: Context) -> dict:
         alpha=alphas,
         sigma=sigmas,
         regime=ds["code"].values,
-        l2_crit=l2_crit[0],
+        l2_crit=np.array(l2_crit),
         l2_direct=np.array(analysis.l2sam_thresholds(MU, RHO_MAX).direct),
         alpha_collapse=ALPHA_COLLAPSE,
         sigma_collapse=sigma_c,
