@@ -14,6 +14,7 @@ or turns the cache off with ``off`` (also ``0``, ``false``, ``no``); after impor
 """
 
 import contextlib
+import gc
 import os
 import threading
 from pathlib import Path
@@ -106,6 +107,74 @@ def cacheable_checks():
             _CHECKS["depth"] -= 1
             if _CHECKS["depth"] == 0:
                 _errors.EQX_ON_ERROR = _CHECKS["saved"]
+
+
+_BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+_COMPILES = {"since_check": 0}
+_RELEASE_HOOKS: list = []
+
+
+def _count_compile(event: str, duration: float, **_) -> None:
+    if event == _BACKEND_COMPILE:
+        _COMPILES["since_check"] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count_compile)
+
+
+def _map_counts() -> tuple[int, int] | None:
+    """(memory regions this process maps, the kernel's limit), or None off Linux."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f), limit
+    except (OSError, ValueError):
+        return None
+
+
+def on_release(hook) -> None:
+    """Register ``hook()``, called by :func:`release_compiled_when_crowded` after it clears."""
+    _RELEASE_HOOKS.append(hook)
+
+
+def release_compiled_when_crowded(fraction: float = 0.5, every: int = 8) -> bool:
+    """Drop every compiled executable once the process maps more than ``fraction`` of its limit.
+
+    XLA:CPU maps each executable's machine code into its own memory regions: about
+    430 for one configuration of :func:`flows.solve`. Linux refuses a process more
+    than ``vm.max_map_count`` regions (65,530 by default), and XLA then dies with a
+    segmentation fault in its next compilation, after some 150 configurations in one
+    process (a long analysis session, the test suite). When more than ``fraction``
+    of the limit is mapped, this clears JAX's compilation caches
+    (:func:`jax.clear_caches`) and samflows' own (the hooks of :func:`on_release`),
+    which unmaps the code; later calls compile again. The region count is read only
+    after ``every`` new compilations, so a call costs a counter check. It acts only
+    on the main thread outside any JAX trace (a trace in progress keeps its caches);
+    :func:`flows.solve`, :func:`flows.iterate` and :func:`flows.sweep` call it on
+    entry. Returns whether it cleared.
+    """
+    if _COMPILES["since_check"] < every:
+        return False
+    if threading.current_thread() is not threading.main_thread() or not _trace_clean():
+        return False
+    _COMPILES["since_check"] = 0
+    counts = _map_counts()
+    if counts is None or counts[0] < fraction * counts[1]:
+        return False
+    jax.clear_caches()
+    for hook in _RELEASE_HOOKS:
+        hook()
+    gc.collect()
+    return True
+
+
+def _trace_clean() -> bool:
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:  # pragma: no cover - a future JAX: never clear
+        return False
+    return trace_state_clean()
 
 
 def as_float64(x):

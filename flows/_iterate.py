@@ -4,6 +4,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jax import lax
 
+from ._config import release_compiled_when_crowded
 from ._dynamics import euler_step, is_representable
 from ._methods import AbstractMethod, check_method
 from ._problem import Dataset, check_data, check_loss, check_theta
@@ -50,6 +51,7 @@ def iterate(
     >>> flows.iterate(flows.GD(), data, theta0, lr=0.1, steps=10, every=5).ts.tolist()
     [0.0, 0.5, 1.0]
     """
+    release_compiled_when_crowded()
     check_method(method)
     check_data(data)
     theta0 = check_theta(theta0, data)

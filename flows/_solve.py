@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _diffrax
-from ._config import cacheable_checks
+from ._config import cacheable_checks, release_compiled_when_crowded
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
@@ -150,6 +150,7 @@ def solve(
     >>> traj.status_name, traj.thetas.shape
     ('ok', (101, 2, 2))
     """
+    release_compiled_when_crowded()
     if not isinstance(method, AbstractMethod):
         raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
     if not isinstance(data, Dataset):

@@ -155,3 +155,57 @@ def test_checked_errors_still_raise_under_jit():
 
 def test_x64_is_on():
     assert flows.balanced_init(0.5, 2, 2).dtype == jnp.float64
+
+
+# A fresh process compiles four solver configurations, then asks for the release with a
+# fraction below what it maps: the compiled code must be unmapped (the region count,
+# read by the child itself from /proc, falls by hundreds per configuration), the solver
+# must still give the same answer, and a trace in progress must never be cleared.
+RELEASE_CHILD = textwrap.dedent(
+    """
+    import json, jax, flows
+    from flows import _config
+    def regions():
+        return sum(1 for _ in open("/proc/self/maps", "rb"))
+    data = flows.single_example([1.0, 2.0, 3.0])
+    def run(L):
+        return flows.solve(flows.L2SAM(0.3), data, flows.balanced_init(0.2, L, 3), t1=5.0,
+                           rescaled=True).thetas[-1]
+    first = run(2)
+    for L in range(3, 6):
+        run(L)
+    full = regions()
+    jax.jit(lambda x: x + _config.release_compiled_when_crowded(0.0, 0))(1.0)  # traced: no
+    untouched = regions()
+    kept = _config.release_compiled_when_crowded(1.0, 0)  # under the fraction: no
+    cleared = _config.release_compiled_when_crowded(0.0, 0)
+    after = regions()
+    again = run(2)
+    print(json.dumps({"full": full, "untouched": untouched, "after": after, "kept": kept,
+                      "cleared": cleared, "same": bool((again == first).all())}))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux's /proc")
+def test_release_unmaps_compiled_code_and_keeps_answers(tmp_path):
+    env = dict(os.environ, SAMFLOWS_COMPILATION_CACHE="off")
+    out = child(env, RELEASE_CHILD)
+    assert out["cleared"] and not out["kept"] and out["same"]
+    assert out["untouched"] >= out["full"] - 5  # nothing released inside the trace
+    # four configurations of about 430 regions each were mapped; at least 1200 go
+    assert out["full"] - out["after"] > 1200, out
+
+
+def test_release_counts_compilations_before_reading_the_region_count(monkeypatch):
+    from flows import _config
+
+    reads = []
+    monkeypatch.setattr(_config, "_map_counts", lambda: reads.append(1) or (10, 100))
+    monkeypatch.setitem(_config._COMPILES, "since_check", 0)
+    assert not _config.release_compiled_when_crowded(0.5, every=3)  # no compilation yet
+    jax.jit(lambda x: x * 3.25 + 1.0)(jnp.arange(7.0))  # a new executable: one count
+    assert _config._COMPILES["since_check"] >= 1 and not reads
+    monkeypatch.setitem(_config._COMPILES, "since_check", 3)
+    assert not _config.release_compiled_when_crowded(0.5, every=3)  # 10 of 100: kept
+    assert reads == [1] and _config._COMPILES["since_check"] == 0

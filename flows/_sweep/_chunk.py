@@ -29,12 +29,20 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
-from .._config import enable_compilation_cache
+from .._config import enable_compilation_cache, on_release
 from ._grid import fill_failed, pad_chunk
 from ._store import save_chunk
 
 _RUNNERS: dict = {}  # (function id, static names, static values) -> _Runner, per process
 _RUNNERS_LOCK = threading.Lock()
+
+
+def _release_runners() -> None:
+    with _RUNNERS_LOCK:
+        _RUNNERS.clear()
+
+
+on_release(_release_runners)
 
 
 def usable_cores() -> int:

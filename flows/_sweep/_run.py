@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .._config import release_compiled_when_crowded
 from ._chunk import ChunkFn
 from ._executors import executor_factory
 from ._grid import Grid
@@ -132,6 +133,7 @@ def sweep(
     ['collapsed', 'escaped']
     """
     t_start = time.perf_counter()
+    release_compiled_when_crowded()
     if not callable(fn):
         raise ValueError(f"`fn` must be callable; got {fn!r}.")
     for name, value, minimum in (
