@@ -84,10 +84,10 @@ def stop_conditions(data, loss, theta0, options, rescaled):
     if collapse is not None:
         out.append((lambda y: _norm(y) / norm0 - collapse, -1, Status.COLLAPSED))
     if escape is not None:
-        out.append((lambda y: jnp.log(_norm(y) / norm0) - np.log(escape), +1, Status.ESCAPED))
+        out.append((lambda y: jnp.log(_norm(y) / norm0) - jnp.log(escape), +1, Status.ESCAPED))
     if loss_tol is not None:
         out.append(
-            (lambda y: jnp.log(objective(y, data, loss)) - np.log(loss_tol), -1, Status.CONVERGED)
+            (lambda y: jnp.log(objective(y, data, loss)) - jnp.log(loss_tol), -1, Status.CONVERGED)
         )
     return out
 

@@ -247,6 +247,20 @@ class SolverOptions(eqx.Module):
             implicit=implicit,
         )  # fmt: skip
 
+    def dynamic(self) -> "SolverOptions":
+        """A copy whose tolerances and thresholds are 0-d float64 arrays, not Python floats.
+
+        Under ``jax.jit`` (``equinox.filter_jit``) a Python float is a static value, part
+        of the compiled function's key, and an array is an argument: with this copy a
+        change of ``rtol``, ``atol``, ``collapse_tol``, ``escape_tol`` or ``loss_tol``
+        reuses the compiled solver instead of compiling it again (2-7 s a configuration).
+        None (no event), ``"auto"`` and the integers (``max_steps``) stay static. The
+        diffrax driver of :func:`flows.solve` runs on it; the values were validated here.
+        """
+        names = [n for n in _NUMBERS if isinstance(getattr(self, n), float)]
+        values = [jnp.asarray(getattr(self, n), dtype=jnp.float64) for n in names]
+        return eqx.tree_at(lambda o: [getattr(o, n) for n in names], self, values)
+
     def replace(self, **changes) -> "SolverOptions":
         """A copy with some options changed (validated again)."""
         kw = {k: getattr(self, k) for k in _FIELDS}
@@ -255,6 +269,7 @@ class SolverOptions(eqx.Module):
 
 
 _FIELDS = tuple(inspect.signature(SolverOptions.__init__).parameters)[1:]
+_NUMBERS = ("rtol", "atol", "collapse_tol", "escape_tol", "loss_tol")
 # The defaults, one definition (flows.solve's keywords take them).
 OPTION_DEFAULTS = {
     k: p.default for k, p in inspect.signature(SolverOptions.__init__).parameters.items()

@@ -176,6 +176,8 @@ def solve(
         raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
     driver = _backend(options.backend)
     clock = options.clock(method, rescaled)
+    if options.backend == "diffrax":
+        options = options.dynamic()  # a new tolerance does not compile the solver again
     with cacheable_checks():  # the inputs are checked: the solver's executable can be cached
         if _is_filippov(method):
             sys = system(method, data, loss, rescaled, theta0.shape, clock)

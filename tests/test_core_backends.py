@@ -231,3 +231,34 @@ def test_unrolled_solvers_are_diffraxs_method(name):
         reached = np.asarray(ours.reached[i])
         a, b = np.asarray(ours.beta[i])[reached], np.asarray(theirs.beta[i])[reached]
         assert np.max(np.abs(a - b)) < 1e-7 * np.max(np.abs(b))
+
+
+def test_new_tolerances_reuse_the_compiled_solver():
+    """SolverOptions.dynamic: rtol, atol, collapse_tol and escape_tol are arguments of the
+    compiled solver, not constants in it. A run with new values compiles nothing, and each
+    value reaches the solver: the collapse time is that of its own closed form (the ℓ2-SAM
+    case of test_collapse_time_closed_form), and a looser rtol takes fewer steps."""
+    import jax
+
+    compiled = []
+
+    def listen(event, duration, fun_name=None, **_):
+        if event.endswith("backend_compile_duration") and "solve_smooth" in str(fun_name):
+            compiled.append(fun_name)
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    mu, alpha, rho = 1.3, 0.25, 0.6
+    c = rho / np.sqrt(2)
+    data, theta0 = flows.single_example([mu]), flows.balanced_init(alpha, 2, d=1)
+    runs = {}
+    for tol, rtol, atol in [(1e-3, 1e-10, 1e-13), (1e-6, 1e-10, 1e-14), (1e-4, 1e-6, 1e-9)]:
+        traj = flows.solve(
+            flows.L2SAM(rho), data, theta0, t1=10.0, rescaled=True, collapse_tol=tol,
+            escape_tol=1e3 / tol, rtol=rtol, atol=atol,
+        )  # fmt: skip
+        tau_star = np.log((c - tol * alpha) / (c - alpha)) / mu
+        assert traj.status_name == "collapsed"
+        assert abs(float(traj.t_end) - tau_star) < 1e-6 * tau_star, (tol, rtol)
+        runs[tol] = int(traj.n_steps)
+    assert len(compiled) <= 1, compiled  # the first run's, if this worker had none yet
+    assert runs[1e-4] < runs[1e-6]  # rtol 1e-6 against 1e-10 on a longer run
