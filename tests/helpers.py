@@ -185,3 +185,11 @@ def reduced_linf_escape_times(mu, alpha, rho, depth, *, w_max=1e5, t_max=1e9):
         else:
             times.append(np.inf)
     return np.array(times)
+
+
+def quick_data(quick_figures, names):
+    """The saved data of the quick figures ``names``, as the figures read them."""
+    import figures
+
+    ctx = figures.Context(out=quick_figures[0], cache=quick_figures[1], quick=True)
+    return {name: figures.load_data(ctx, name) for name in names}

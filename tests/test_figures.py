@@ -15,12 +15,9 @@ from tests.test_cli import one_line_error
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """``python -m figures --quick`` (in process, through the CLI entry point)."""
-    root = tmp_path_factory.mktemp("figures")
-    out, cache = root / "out", root / "cache"
-    assert figures.main(["--quick", "--quiet", "--out", str(out), "--cache", str(cache)]) == 0
-    return out, cache
+def quick_run(quick_figures):
+    """``python -m figures --quick`` (tests/conftest.py: made once for every figure test)."""
+    return quick_figures
 
 
 def _data(cache, name):

@@ -12,23 +12,19 @@ import numpy as np
 import pytest
 
 import analysis
-import figures
 import flows
 from figures import _lesam
+from tests.helpers import quick_data
 
 MU = _lesam.MU
 REGIMES = analysis.REGIMES
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    """``figures.make(["lesam"], quick=True)``: the files and the saved data."""
-    root = tmp_path_factory.mktemp("lesam")
-    written = figures.make(
-        ["lesam"], out=root / "out", cache=root / "cache", quick=True, progress=False
-    )
-    data = figures.load_data(figures.Context(out=root, cache=root / "cache", quick=True), "lesam")
-    return written["lesam"], data
+def quick(quick_figures):
+    """``python -m figures --quick`` (made once): the LE-SAM figure's files and saved data."""
+    out, _ = quick_figures
+    return [out / "lesam.pdf", out / "lesam.png"], quick_data(quick_figures, ["lesam"])["lesam"]
 
 
 def _regime(method, alpha):

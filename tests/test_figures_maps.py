@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 import analysis
-import figures
 import flows
 from figures import _maps
+from tests.helpers import quick_data
 
 MU = np.arange(1.0, 6.0)
 NAMES = ("regime_map", "minor_first", "depth")
+EXTS = ("pdf", "png")
 COLLAPSE, SEQUENTIAL, DIRECT, UNDETERMINED = (
     analysis.REGIMES.index(name) for name in ("collapse", "sequential", "direct", "undetermined")
 )
@@ -27,15 +28,11 @@ SHRINK, GROW, K_DIRECT = analysis.l2sam_thresholds(MU, 1.0)  # k = α/ρ of the 
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    """The quick data of the three figures (``figures.make``, as ``python -m figures --quick``)."""
-    root = tmp_path_factory.mktemp("maps")
-    written = figures.make(
-        list(NAMES), out=root / "out", cache=root / "cache", quick=True, progress=False
-    )
-    assert all(p.stat().st_size > 1000 for paths in written.values() for p in paths)
-    ctx = figures.Context(out=root / "out", cache=root / "cache", quick=True)
-    return {name: figures.load_data(ctx, name) for name in NAMES}
+def quick(quick_figures):
+    """The quick data of the three figures (``python -m figures --quick``, made once)."""
+    out, _ = quick_figures
+    assert all((out / f"{name}.{ext}").stat().st_size > 1000 for name in NAMES for ext in EXTS)
+    return quick_data(quick_figures, NAMES)
 
 
 def _path(alpha, depth, rho=1.0):

@@ -15,23 +15,17 @@ import scipy.integrate
 import scipy.optimize
 
 import analysis
-import figures
 import flows
 from figures import _paths
-from tests.helpers import reduced_linf_escape_times
+from tests.helpers import quick_data, reduced_linf_escape_times
 
 NAMES = ("trajectories", "linf_limits", "discrete")
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    """``python -m figures trajectories linf_limits discrete --quick`` (in process)."""
-    root = tmp_path_factory.mktemp("paths")
-    out, cache = root / "out", root / "cache"
-    argv = [*NAMES, "--quick", "--quiet", "--out", str(out), "--cache", str(cache)]
-    assert figures.main(argv) == 0
-    ctx = figures.Context(out=cache, cache=cache, quick=True)
-    return out, {name: figures.load_data(ctx, name) for name in NAMES}
+def quick_run(quick_figures):
+    """``python -m figures --quick`` (made once): the output folder and the three figures' data."""
+    return quick_figures[0], quick_data(quick_figures, NAMES)
 
 
 def test_quick_run_writes_pdf_and_png(quick_run):
