@@ -66,10 +66,19 @@ def test_a_second_process_loads_the_solver_from_the_default_cache(tmp_path):
     assert cache_entries(folder) == written  # read, not compiled and written again
 
 
-@pytest.mark.parametrize("value", ["off", "0", "False", "no"])
-def test_the_switch_turns_the_cache_off(tmp_path, value):
-    out = child({"SAMFLOWS_COMPILATION_CACHE": value, "XDG_CACHE_HOME": str(tmp_path)})
+def test_the_switch_turns_the_cache_off(tmp_path):
+    out = child({"SAMFLOWS_COMPILATION_CACHE": "off", "XDG_CACHE_HOME": str(tmp_path)})
     assert out["dir"] is None and not (tmp_path / "samflows").exists()
+
+
+@pytest.mark.parametrize("value", ["off", "0", "False", "no", " NONE "])
+def test_every_spelling_of_off_is_off(monkeypatch, tmp_path, value):
+    from flows import _config
+
+    monkeypatch.setenv("SAMFLOWS_COMPILATION_CACHE", value)
+    assert _config.default_cache_dir() is None
+    monkeypatch.setenv("SAMFLOWS_COMPILATION_CACHE", str(tmp_path / "on"))
+    assert _config.default_cache_dir() == tmp_path / "on"
 
 
 def test_the_switch_names_a_folder(tmp_path):
@@ -157,7 +166,7 @@ def test_x64_is_on():
     assert flows.balanced_init(0.5, 2, 2).dtype == jnp.float64
 
 
-# A fresh process compiles four solver configurations, then asks for the release with a
+# A fresh process compiles three solver configurations, then asks for the release with a
 # fraction below what it maps: the compiled code must be unmapped (the region count,
 # read by the child itself from /proc, falls by hundreds per configuration), the solver
 # must still give the same answer, and a trace in progress must never be cleared.
@@ -172,7 +181,7 @@ RELEASE_CHILD = textwrap.dedent(
         return flows.solve(flows.L2SAM(0.3), data, flows.balanced_init(0.2, L, 3), t1=5.0,
                            rescaled=True).thetas[-1]
     first = run(2)
-    for L in range(3, 6):
+    for L in (3, 4):
         run(L)
     full = regions()
     jax.jit(lambda x: x + _config.release_compiled_when_crowded(0.0, 0))(1.0)  # traced: no
@@ -193,8 +202,8 @@ def test_release_unmaps_compiled_code_and_keeps_answers(tmp_path):
     out = child(env, RELEASE_CHILD)
     assert out["cleared"] and not out["kept"] and out["same"]
     assert out["untouched"] >= out["full"] - 5  # nothing released inside the trace
-    # four configurations of about 430 regions each were mapped; at least 1200 go
-    assert out["full"] - out["after"] > 1200, out
+    # three configurations of about 430 regions each were mapped; at least 900 go
+    assert out["full"] - out["after"] > 900, out
 
 
 def test_release_counts_compilations_before_reading_the_region_count(monkeypatch):
