@@ -50,7 +50,7 @@ METHODS = {
         r"layer-wise $\ell_2$-SAM",
     ),
     "linfsam": (
-        lambda rho, delta: flows.LinfSAM(rho, delta=delta),
+        lambda rho, delta=None: flows.LinfSAM(rho, delta=delta),
         ("rho", "delta"),
         r"$\ell_\infty$-SAM",
     ),
@@ -59,8 +59,10 @@ METHODS = {
 #: The quantities a diagram can sweep (``analysis.phase_diagram``'s axes), in the order the
 #: vertical axis is chosen from, and their flags and mathematical labels.
 AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
-#: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis).
+#: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis;
+#: without it ℓ∞-SAM takes the exact sign, a Filippov flow).
 PARAMS = ("rho", "sigma", "rho_max", "delta")
+OPTIONAL = ("delta",)
 FLAGS = {name: "--" + name.replace("_", "-") for name in (*AXES, "delta")}
 LABELS = {
     "alpha": r"scale $\alpha$",
@@ -112,8 +114,8 @@ methods and their parameters:
   gd            (none)
   l2sam         --rho
   l2sam-layer   --rho        (each layer normalised separately)
-  linfsam       --rho --delta  (the smoothed sign tanh(g/delta): analysis.phase_diagram
-                               cannot classify the Filippov flow of the exact sign)
+  linfsam       --rho [--delta]  (the exact sign, a Filippov flow; with --delta the
+                                 smoothed sign tanh(g/delta))
   lesam         --sigma --rho-max
 
 examples:
@@ -152,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--delta",
         metavar="D",
-        help="linfsam's smoothed sign tanh(g/D), a fixed number > 0 (required for linfsam)",
+        help="linfsam's smoothed sign tanh(g/D), a fixed number > 0 (default: the exact sign)",
     )
     add("--depth", metavar="L", help="depth L >= 1: 3, 2,3,4 or 2:8 (default 2)")
     add("--mu", metavar="M1,...,Md", help="the example's features, > 0 (default 1,2,3,4,5)")
@@ -275,14 +277,8 @@ def check_settings(s: dict) -> dict:
                 f"{FLAGS[name]} does not belong to {s['method']} (its parameters: "
                 f"{', '.join(FLAGS[p] for p in params) or 'none'})"
             )
-        if s[name] is None and name in params:
-            why = (
-                ": analysis.phase_diagram cannot classify the Filippov flow of the exact sign; "
-                "--delta sets the smoothed sign tanh(g/delta), e.g. --delta 1e-3"
-                if name == "delta"
-                else ""
-            )
-            raise ValueError(f"{FLAGS[name]} is required for {s['method']}{why}")
+        if s[name] is None and name in params and name not in OPTIONAL:
+            raise ValueError(f"{FLAGS[name]} is required for {s['method']}")
     if s["alpha"] is None:
         raise ValueError("--alpha is required")
     values = {}
@@ -327,7 +323,9 @@ def check_settings(s: dict) -> dict:
     return dict(
         method=s["method"],
         # the template carries the fixed parameters (1.0 for a swept one: replaced per point)
-        template=make(**{p: 1.0 if np.ndim(values[p]) else values[p] for p in params}),
+        template=make(
+            **{p: 1.0 if np.ndim(values[p]) else values[p] for p in params if p in values}
+        ),
         values=values,
         swept=swept,
         mu=mu,
@@ -390,11 +388,13 @@ def title(ds) -> str:
     """The caption-like title: the method and its fixed parameters, L, μ and the loss."""
     cfg = json.loads(ds.attrs["config"])
     swept = ds.attrs["swept"].split()
-    _, _, name = METHODS[cfg["method"]]
+    _, params, name = METHODS[cfg["method"]]
+    if "delta" in params and cfg.get("delta") is None:
+        name += " (exact sign)"
     fixed = [
         f"${SYMBOLS[k]}={_number(cfg[k])}$"
         for k in (*PARAMS, "depth")
-        if k in cfg and k not in swept
+        if cfg.get(k) is not None and k not in swept
     ]
     mu = ", ".join(_number(m) for m in cfg["mu"])
     first = name + " regimes" + (", " + ", ".join(fixed) if fixed else "")

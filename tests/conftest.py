@@ -11,35 +11,61 @@ which ``flows._config.release_compiled_when_crowded`` now keeps the process belo
 neither reads nor fills it (tests/test_config.py turns it on in a temporary folder).
 """
 
+import fcntl
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 os.environ["SAMFLOWS_COMPILATION_CACHE"] = "off"
+# XLA's LLVM back end at optimisation level 0 in the test processes and the processes they
+# start: the suite is mostly compilation (backend compile 319 s -> 225 s for
+# tests/test_linf.py). The level changes how fast the code runs, not what it computes (no
+# fast-math either way); benchmarks/ and users run at XLA's default.
+_FLAGS = os.environ.get("XLA_FLAGS", "")
+if "xla_backend_optimization_level" not in _FLAGS:
+    os.environ["XLA_FLAGS"] = f"{_FLAGS} --xla_backend_optimization_level=0".strip()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
 jax.config.update("jax_enable_compilation_cache", False)
 
+# One folder per test run, shared by the xdist workers (they inherit the environment of
+# the process that starts them, which imports this file first) and removed at the end.
+_SHARED = "SAMFLOWS_TEST_SHARED"
+if _SHARED not in os.environ:
+    os.environ[_SHARED] = tempfile.mkdtemp(prefix="samflows-tests-")
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """xdist's work units (``--dist loadgroup``): one per test file, as ``--dist loadfile``
-    (its tests share compiled solvers), except that the figure test files are one unit
-    together, on one worker, so that the quick figure build they read (``quick_figures``)
-    is made once."""
-    for item in items:
-        name = item.path.name
-        group = "figures" if name.startswith("test_figures") else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workerinput"):  # the controller, after every worker
+        shutil.rmtree(os.environ[_SHARED], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def quick_figures(tmp_path_factory):
-    """``python -m figures --quick`` (in process, through the CLI entry point), made once:
-    the folders ``(out, cache)`` of the written figures and of their saved data."""
+def quick_figures():
+    """The folders ``(out, cache)`` of the quick figures (``figures.make(quick=True)``, as
+    ``python -m figures --quick``), each figure made once in the whole test run.
+
+    The figure test files run on either xdist worker; a figure is made by the first worker
+    that needs it, under a lock of its own, and read from the shared cache by the other.
+    """
     import figures
 
-    root = tmp_path_factory.mktemp("figures")
+    root = Path(os.environ[_SHARED]) / "figures"
     out, cache = root / "out", root / "cache"
-    assert figures.main(["--quick", "--quiet", "--out", str(out), "--cache", str(cache)]) == 0
+    root.mkdir(parents=True, exist_ok=True)
+    pending = list(figures.FIGURES)
+    while pending:
+        for name in list(pending):
+            with open(root / f"{name}.lock", "w") as lock:
+                try:  # a figure another worker is making is taken up again later
+                    fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if len(pending) > 1 else 0))
+                except BlockingIOError:
+                    continue
+                if not (root / f"{name}.done").exists():
+                    figures.make([name], out=out, cache=cache, quick=True, progress=False)
+                    (root / f"{name}.done").touch()
+                pending.remove(name)
     return out, cache

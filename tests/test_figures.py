@@ -16,7 +16,7 @@ from tests.test_cli import one_line_error
 
 @pytest.fixture(scope="module")
 def quick_run(quick_figures):
-    """``python -m figures --quick`` (tests/conftest.py: made once for every figure test)."""
+    """``python -m figures --quick`` (tests/conftest.py: each figure made once in the run)."""
     return quick_figures
 
 
@@ -24,12 +24,16 @@ def _data(cache, name):
     return figures.load_data(figures.Context(out=cache, cache=cache, quick=True), name)
 
 
-def test_quick_run_writes_every_figure(quick_run):
-    out, _ = quick_run
-    for name in figures.FIGURES:
-        for ext in ("pdf", "png"):
-            path = out / f"{name}.{ext}"
-            assert path.exists() and path.stat().st_size > 1000, path
+def test_quick_run_writes_every_figure(quick_run, tmp_path):
+    """The quick run wrote every figure; the CLI entry point redraws them all from its data."""
+    out, cache = quick_run
+    argv = ["--quick", "--quiet", "--redraw", "--out", str(tmp_path), "--cache", str(cache)]
+    assert figures.main(argv) == 0
+    for folder in (out, tmp_path):
+        for name in figures.FIGURES:
+            for ext in ("pdf", "png"):
+                path = folder / f"{name}.{ext}"
+                assert path.exists() and path.stat().st_size > 1000, path
 
 
 def test_cli_help_lists_every_figure(capsys):

@@ -21,6 +21,7 @@ from figures import _phase_cli
 from tests.test_cli import one_line_error
 
 MU = np.arange(1.0, 6.0)
+MU3 = [1.0, 2.0, 3.0]
 ROOT = Path(__file__).resolve().parents[1]
 # A tiny (α, ρ) grid at L = 2 that crosses the collapse, sequential and direct regions.
 FLAGS = ["--method", "l2sam", "--depth", "2", "--mu", "1,2,3,4,5"]
@@ -182,6 +183,25 @@ def test_depth_axis_as_a_process(tmp_path):
     assert (out / "phase.png").is_file() and (out / "phase.pdf").is_file()
 
 
+def test_exact_linf_sign_without_delta(tmp_path):
+    """Without --delta, ℓ∞-SAM takes the exact sign (the Filippov flow). On a balanced start
+    the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} (science.md §5): at L = 2,
+    α < ρ collapses and α > ρ escapes with the largest μ_j ahead from the start (direct).
+    Every cell is checked against this rule and against :func:`analysis.regime`."""
+    out = tmp_path / "out"
+    args = ["phase", "--method", "linfsam", "--rho", "0.5,0.8", "--alpha", "0.2,0.6,0.7,1.5"]
+    args += ["--mu", "1,2,3", "--out", str(out), "--quiet"]
+    assert figures.main(args) == 0
+    ds = xr.load_dataset(out / "phase.nc")
+    assert "exact sign" in _phase_cli.title(ds)
+    regimes = ds.attrs["regimes"].split()
+    for i, alpha in enumerate(ds["alpha"].values):
+        for j, rho in enumerate(ds["rho"].values):
+            got = regimes[int(ds["code"][i, j])]
+            assert got == ("collapse" if alpha < rho else "direct"), (alpha, rho)
+            assert got == analysis.regime(flows.LinfSAM(float(rho)), MU3, float(alpha))
+
+
 def test_help_documents_ranges_methods_and_examples(capsys):
     with pytest.raises(SystemExit) as info:
         figures.main(["phase", "--help"])
@@ -245,7 +265,10 @@ BAD = {
     ),
     "three swept axes": (["--method", "l2sam", *BASE, "--depth", "2,3"], ["exactly two", "got 3"]),
     "no method": (BASE, ["--method", "required"]),
-    "linfsam without delta": (["--method", "linfsam", *BASE], ["--delta", "required", "Filippov"]),
+    "linfsam without rho": (
+        ["--method", "linfsam", "--alpha", "0.1:1:4", "--depth", "2,3"],
+        ["--rho", "required for linfsam"],
+    ),
     "delta of another method": (
         ["--method", "l2sam", *BASE, "--delta", "1e-3"],
         ["--delta", "does not belong to l2sam"],
