@@ -57,11 +57,12 @@ def quick_figures():
     out, cache = root / "out", root / "cache"
     root.mkdir(parents=True, exist_ok=True)
     pending = list(figures.FIGURES)
-    while pending:
+    # First the figures no other worker is making; then wait for the rest (no busy loop).
+    for blocking in (False, True):
         for name in list(pending):
             with open(root / f"{name}.lock", "w") as lock:
-                try:  # a figure another worker is making is taken up again later
-                    fcntl.flock(lock, fcntl.LOCK_EX | (fcntl.LOCK_NB if len(pending) > 1 else 0))
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue
                 if not (root / f"{name}.done").exists():
