@@ -5,7 +5,8 @@
 Each run is a new Python process that imports ``flows`` and runs one ``flows.solve``
 (ℓ2-SAM, L = 2, d = 2, the rescaled flow, the README quick-start problem size) and
 reports, from inside the process, wall and process CPU time for: importing JAX,
-importing flows, and the first solve (trace + compile or cache load + run). The cache is
+importing flows, and the first solve (XLA's start, trace + compile or cache load + run).
+The cache is
 ``flows``' default persistent compilation cache pointed at a fresh temporary folder
 (``SAMFLOWS_COMPILATION_CACHE=DIR``): the first process compiles and writes it (cold),
 the following ones load the solver from it (warm). A third series runs with the cache
@@ -26,10 +27,10 @@ CHILD = r"""
 import json, time
 w0, c0 = time.perf_counter(), time.process_time()
 import jax, jax.numpy as jnp
-jnp.zeros(1).block_until_ready()
 w1, c1 = time.perf_counter(), time.process_time()
-import flows
+import flows  # before XLA starts (jnp.zeros below), so that its XLA_FLAGS apply
 w2, c2 = time.perf_counter(), time.process_time()
+jnp.zeros(1).block_until_ready()
 data = flows.single_example([1.0, 2.0])
 traj = flows.solve(flows.L2SAM(0.1), data, flows.balanced_init(0.5, 2, 2), t1=2.0, rescaled=True)
 traj.status.block_until_ready()

@@ -11,21 +11,83 @@ solvers are reused by later processes), in ``$XDG_CACHE_HOME/samflows/jax``
 The environment variable ``SAMFLOWS_COMPILATION_CACHE`` chooses another folder,
 or turns the cache off with ``off`` (also ``0``, ``false``, ``no``); after import,
 ``jax.config.update("jax_enable_compilation_cache", False)`` turns it off too.
+
+Importing :mod:`flows` also asks XLA:CPU for its classic code generators without
+fused multiply-adds, in ``XLA_FLAGS`` (:func:`fast_compile_flags`): the solvers compile
+in about half the time, run as fast and give the same answers.
 """
 
 import contextlib
 import gc
 import os
+import platform
 import threading
+from importlib import metadata
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
+_OFF = ("off", "0", "false", "no", "none")
+FAST_COMPILE_ENV = "SAMFLOWS_XLA_FAST_COMPILE"
+_FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false", "--xla_cpu_max_isa=AVX")
+# jaxlib releases on which the flags were checked to exist (an unknown flag in XLA_FLAGS
+# aborts the process) and to leave the test suite's answers unchanged.
+_FAST_COMPILE_JAXLIB = ((0, 10),)
+
+
+def fast_compile_flags(
+    flags: str, jaxlib_version: str | None, setting: str = "", machine: str | None = None
+) -> str:
+    """``flags`` (an ``XLA_FLAGS`` value) with XLA:CPU's classic code generators, without FMA.
+
+    XLA:CPU's MLIR fusion emitters (its default) take about half of the compile time of
+    this package's solvers. ``--xla_cpu_use_fusion_emitters=false`` asks for the classic
+    ones; :func:`analysis.regime_path`'s XLA compilation fell from 3.3 to 1.6 s, and the
+    code runs as fast (benchmarks/README.md, issue 14). The classic emitters contract
+    ``a * b + c`` into fused multiply-adds, differently in a batched (vmapped) program and
+    in a single solve: a sweep's point then differed from :func:`flows.solve` of that point
+    by up to 5e-10 relative after an adaptive solve. ``--xla_cpu_max_isa=AVX`` (x86 vector
+    instructions without FMA) keeps every program's rounding the same, as with XLA's default
+    emitters: the same answers, bit for bit where the tests ask for it.
+
+    The flags are added only where it is safe and wanted: on x86-64 (``machine``, default
+    :func:`platform.machine`), on a jaxlib release in ``_FAST_COMPILE_JAXLIB`` (XLA aborts
+    on a flag it does not know, and later releases retire the classic emitters), when
+    ``flags`` sets neither already (the user's choice wins), and unless ``setting``
+    (``SAMFLOWS_XLA_FAST_COMPILE``) is ``off`` (also ``0``, ``false``, ``no``). They take
+    effect only if XLA has not started yet in the process.
+    """
+    machine = platform.machine() if machine is None else machine
+    if setting.strip().lower() in _OFF or machine.lower() not in ("x86_64", "amd64"):
+        return flags
+    if "xla_cpu_use_fusion_emitters" in flags or "xla_cpu_max_isa" in flags:
+        return flags
+    try:
+        release = tuple(int(part) for part in (jaxlib_version or "").split(".")[:2])
+    except ValueError:
+        return flags
+    if release not in _FAST_COMPILE_JAXLIB:
+        return flags
+    return " ".join([flags, *_FAST_COMPILE_FLAGS]).strip()
+
+
+def _jaxlib_version() -> str | None:
+    try:
+        return metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+os.environ["XLA_FLAGS"] = fast_compile_flags(
+    os.environ.get("XLA_FLAGS", ""), _jaxlib_version(), os.environ.get(FAST_COMPILE_ENV, "")
+)
+if not os.environ["XLA_FLAGS"]:
+    del os.environ["XLA_FLAGS"]
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 CACHE_ENV = "SAMFLOWS_COMPILATION_CACHE"
-_OFF = ("off", "0", "false", "no", "none")
 
 
 def default_cache_dir() -> Path | None:
@@ -142,10 +204,11 @@ def release_compiled_when_crowded(fraction: float = 0.5, every: int = 8) -> bool
     """Drop every compiled executable once the process maps more than ``fraction`` of its limit.
 
     XLA:CPU maps each executable's machine code into its own memory regions: about
-    430 for one configuration of :func:`flows.solve`. Linux refuses a process more
-    than ``vm.max_map_count`` regions (65,530 by default), and XLA then dies with a
-    segmentation fault in its next compilation, after some 150 configurations in one
-    process (a long analysis session, the test suite). When more than ``fraction``
+    170 for one configuration of :func:`flows.solve` (430 with XLA's fusion emitters,
+    see :func:`fast_compile_flags`). Linux refuses a process more than
+    ``vm.max_map_count`` regions (65,530 by default), and XLA then dies with a
+    segmentation fault in its next compilation, after some 150-380 configurations in
+    one process (a long analysis session, the test suite). When more than ``fraction``
     of the limit is mapped, this clears JAX's compilation caches
     (:func:`jax.clear_caches`) and samflows' own (the hooks of :func:`on_release`),
     which unmaps the code; later calls compile again. The region count is read only
