@@ -180,14 +180,28 @@ def test_cache_hit_miss_and_reload(tmp_path):
 
 RESUMABLE = textwrap.dedent(
     """
-    import json, sys, time
+    import json, os, signal, sys, threading, time
     import jax, jax.numpy as jnp, numpy as np
     import flows
 
-    DATA = flows.single_example([1.0, 2.0])
+    # Ctrl-C as in a terminal, whatever this process inherited from the test's worker (a
+    # child inherits an ignored or blocked SIGINT, and then finished the sweep unhindered)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    def slow(x):  # ~0.4 s per chunk on the host, so the test can kill the run partway
-        time.sleep(0.4)
+    DATA = flows.single_example([1.0, 2.0])
+    CALLS, LOCK = [], threading.Lock()
+
+    def slow(x):
+        # The first two chunks finish; later ones wait (at most 60 s) for the file
+        # argv[2], which the test writes after it interrupted the run: it cannot finish
+        # first, however slowly the test polls (a rerun finds the file and waits not).
+        with LOCK:
+            CALLS.append(1)
+            n = len(CALLS)
+        deadline = time.monotonic() + 60
+        while n > 2 and not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+            time.sleep(0.02)
         return x
 
     def point(alpha, rho):
@@ -210,7 +224,8 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, sig):
     script = tmp_path / "run.py"
     script.write_text(RESUMABLE)
     cache = tmp_path / "cache"
-    cmd = [sys.executable, str(script), str(cache)]
+    release = tmp_path / "release"
+    cmd = [sys.executable, str(script), str(cache), str(release)]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 90
@@ -222,10 +237,12 @@ def test_interrupted_sweep_resumes_without_recomputing(tmp_path, sig):
         time.sleep(0.05)
     assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
     proc.send_signal(sig)
+    release.touch()  # Ctrl-C: the running chunks finish and are cached; the queued are not
     proc.communicate(timeout=60)
-    assert proc.returncode != 0
+    inherited = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    assert proc.returncode != 0, inherited
     finished = len(list(cache.glob("*/chunks/*.npz")))
-    assert 2 <= finished < 6  # killed partway: some chunks cached, not all
+    assert 2 <= finished < 6  # interrupted partway: some chunks cached, not all
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
