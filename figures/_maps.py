@@ -50,7 +50,6 @@ from ._common import (
 MU = np.arange(1.0, 6.0)
 DATA = flows.single_example(MU)
 COLLAPSE_TOL = 1e-3
-RHO_MAX = 1.0  # LE-SAM's cap, equal to the ℓ2-SAM radius it is compared with
 # j† maps: the clock axis (s = τ at L = 2) from TAU_MIN to TAU_MAX[L], each run solved for at
 # most T1[L] in τ and stopped at ESCAPE_PATH[L] times its starting norm. At L = 2 the growth is
 # exponential and the last switch is long past at τ = 20. At L ≥ 3 the stop is in the blow-up,
@@ -75,10 +74,6 @@ K_RTOL = (6e-3, 0.06)
 # The j† maps of figures 2 and 6 (shared): ℓ2-SAM at ρ = 1 over α in [0.1, 3].
 PATH_DEPTHS = ([2, 3, 4], [2, 3])
 N_PATH = (320, 25)  # quick: a row at α = 0.358, just above α_c
-
-
-def _method(kind, s):
-    return flows.L2SAM(s) if kind == "l2" else flows.LESAM(s, RHO_MAX)
 
 
 def _phase(ctx, method, **axes):
@@ -156,13 +151,14 @@ def boundaries(ctx: Context, depths=None) -> dict:
     return {L: tuple(_BOUNDARIES[(*key, L, kind)] for kind in below) for L in depths}
 
 
-def path_point(alpha, s, depth=2, kind="l2", n_tau=300):
-    r"""One :math:`j^\dagger` map row: :math:`j^\dagger` at the clock values ``tau_grid(depth,
-    n_tau)`` (:func:`analysis.norm_clock`; :math:`s=\tau` at :math:`L=2`), -2 after a collapse
-    and -1 after the run stopped (escape, blow-up); ``tau`` is τ at those clock values (NaN
-    after the end), ``s_end`` / ``t_end`` the clock and τ at the end."""
+def path_point(alpha, s, depth=2, n_tau=300):
+    r"""One :math:`j^\dagger` map row, ℓ2-SAM at :math:`\rho=s` from :math:`\alpha`:
+    :math:`j^\dagger` at the clock values ``tau_grid(depth, n_tau)`` (:func:`analysis.norm_clock`;
+    :math:`s=\tau` at :math:`L=2`), -2 after a collapse and -1 after the run stopped (escape,
+    blow-up); ``tau`` is τ at those clock values (NaN after the end), ``s_end`` / ``t_end`` the
+    clock and τ at the end."""
     traj = flows.solve(
-        _method(kind, s),
+        flows.L2SAM(s),
         DATA,
         flows.balanced_init(alpha, depth, MU.size),
         t1=T1[depth],
@@ -343,21 +339,21 @@ def draw_regime_map(data: dict):
 # --- figures 2 and 6: α against the clock, coloured by j† -------------------------------
 
 
-def _path_sweep(ctx, alphas, s, depths, kind):
+def _path_sweep(ctx, alphas, s, depths):
     n_tau = ctx.pick(300, 60)
     fn = path_point if n_tau == 300 else _quick_path_point
     return sweep(
         ctx,
         fn,
         {"alpha": alphas, "s": [s]},
-        static={"depth": list(depths), "kind": [kind]},
+        static={"depth": list(depths)},
         order=cost_order,
     )
 
 
-def _quick_path_point(alpha, s, depth=2, kind="l2"):
+def _quick_path_point(alpha, s, depth=2):
     """:func:`path_point` on a coarse clock grid (the quick figures)."""
-    return path_point(alpha, s, depth, kind, n_tau=60)
+    return path_point(alpha, s, depth, n_tau=60)
 
 
 def _check_rows(r, alphas, depths):
@@ -365,16 +361,16 @@ def _check_rows(r, alphas, depths):
     or it runs past the axis' end (at the τ budget or the step budget); a row cut short by
     anything else (a solver failure, the step budget inside the axis) is an error, not white."""
     status, s_end = r["status"], r["s_end"]
-    axis_end = np.array([TAU_MAX[L] for L in depths]).reshape(-1, 1, 1, 1)
+    axis_end = np.array([TAU_MAX[L] for L in depths]).reshape(-1, 1, 1)
     ok = np.isin(status, [flows.Status.COLLAPSED, flows.Status.ESCAPED]) | (
         np.isin(status, [flows.Status.OK, flows.Status.MAX_STEPS])
         & (s_end >= axis_end * (1 - 1e-12))
     )
     if not np.all(ok):
-        d, _, i, _ = (int(v[0]) for v in np.nonzero(~ok))
+        d, i, _ = (int(v[0]) for v in np.nonzero(~ok))
         raise RuntimeError(
             f"j† map: the run at L = {depths[d]}, α = {alphas[i]:.6g} ended with status "
-            f"{flows.Status.name(int(status[d, 0, i, 0]))!r} at s = {float(s_end[d, 0, i, 0]):.4g}"
+            f"{flows.Status.name(int(status[d, i, 0]))!r} at s = {float(s_end[d, i, 0]):.4g}"
             f", before the axis' end {TAU_MAX[depths[d]]:g}; raise MAX_STEPS or T1."
         )
 
@@ -425,8 +421,8 @@ def _marks_of(r, d, alphas, targets, depth, grid):
         alphas,
         targets,
         depth,
-        r["tau"][d, 0, :, 0],
-        (r["s_end"][d, 0, :, 0], r["t_end"][d, 0, :, 0]),
+        r["tau"][d, :, 0],
+        (r["s_end"][d, :, 0], r["t_end"][d, :, 0]),
         grid,
     )
 
@@ -438,7 +434,7 @@ def depth_paths(ctx: Context):
     """``(alphas, depths, r)``: the :func:`path_point` sweep of ℓ2-SAM at ρ = 1 over α and the
     depths, every row checked by :func:`_check_rows` (figures 2 and 6 share it)."""
     alphas, depths = np.geomspace(0.1, 3.0, ctx.pick(*N_PATH)), ctx.pick(*PATH_DEPTHS)
-    r = _path_sweep(ctx, alphas, 1.0, depths, "l2")
+    r = _path_sweep(ctx, alphas, 1.0, depths)
     _check_rows(r, alphas, depths)
     return alphas, depths, r
 
@@ -449,7 +445,7 @@ MINOR_RANGE = (0.25, 1.2)  # α of figure 2: collapse, sequential and direct row
 def compute_minor_first(ctx: Context) -> dict:
     alphas, _, r = depth_paths(ctx)
     shown = (alphas >= MINOR_RANGE[0]) & (alphas <= MINOR_RANGE[1])
-    alphas, r = alphas[shown], {key: v[:1, :, shown] for key, v in r.out.items()}
+    alphas, r = alphas[shown], {key: v[:1, shown] for key, v in r.out.items()}
     grid = tau_grid(2, r["jdag"].shape[-1])
     ctx.log("switch times (analysis.regime_path) and boundaries")
     rows, times, clock, after, late = _marks_of(
@@ -459,7 +455,7 @@ def compute_minor_first(ctx: Context) -> dict:
     return dict(
         alpha=alphas,
         tau=grid,
-        jdag=r["jdag"][0, 0, :, 0],
+        jdag=r["jdag"][0, :, 0],
         mark_rows=rows,
         switch_times=times,
         switch_clock=clock,
@@ -618,8 +614,8 @@ def compute_depth(ctx: Context) -> dict:
         alpha=alphas,
         depths=np.array(depths),
         tau_max=np.array([TAU_MAX[L] for L in depths]),
-        jdag=r["jdag"][:, 0, :, 0],  # (depth, alpha, clock)
-        status=r["status"][:, 0, :, 0],
+        jdag=r["jdag"][:, :, 0],  # (depth, alpha, clock)
+        status=r["status"][:, :, 0],
         mark_rows=np.stack(
             [np.pad(m[0], (0, height - m[0].size), constant_values=-1) for m in marks]
         ),
