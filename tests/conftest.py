@@ -21,7 +21,8 @@ os.environ["SAMFLOWS_COMPILATION_CACHE"] = "off"
 # XLA's LLVM back end at optimisation level 0 in the test processes and the processes they
 # start: the suite is mostly compilation (backend compile 319 s -> 225 s for
 # tests/test_linf.py). The level changes how fast the code runs, not what it computes (no
-# fast-math either way); benchmarks/ and users run at XLA's default.
+# fast-math either way); benchmarks/ and users run at XLA's default. Importing flows adds
+# XLA:CPU's classic emitters (flows._config.fast_compile_flags), for the tests as for users.
 _FLAGS = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in _FLAGS:
     os.environ["XLA_FLAGS"] = f"{_FLAGS} --xla_backend_optimization_level=0".strip()
@@ -70,3 +71,37 @@ def quick_figures():
                     (root / f"{name}.done").touch()
                 pending.remove(name)
     return out, cache
+
+
+# Opt-in profile of the suite: SAMFLOWS_TEST_PROFILE=<file> appends, per test, the wall
+# and process CPU seconds and the seconds JAX spent tracing, lowering and compiling.
+_PROFILE = os.environ.get("SAMFLOWS_TEST_PROFILE")
+if _PROFILE:
+    import time
+
+    _SPENT = {"trace": 0.0, "lower": 0.0, "compile": 0.0, "n": 0}
+    _EVENTS = {
+        "/jax/core/compile/jaxpr_trace_duration": "trace",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+        "/jax/core/compile/backend_compile_duration": "compile",
+    }
+
+    def _listen(event, duration, **_):
+        if event in _EVENTS:
+            _SPENT[_EVENTS[event]] += duration
+            _SPENT["n"] += event.endswith("backend_compile_duration")
+
+    jax.monitoring.register_event_duration_secs_listener(_listen)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        before = dict(_SPENT)
+        wall, cpu = time.perf_counter(), time.process_time()
+        yield
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        d = {k: _SPENT[k] - before[k] for k in _SPENT}
+        with open(_PROFILE, "a") as f:
+            f.write(
+                f"{wall:.2f}\t{cpu:.2f}\t{d['trace']:.2f}\t{d['lower']:.2f}\t"
+                f"{d['compile']:.2f}\t{d['n']}\t{item.nodeid}\n"
+            )
