@@ -82,7 +82,7 @@ def phase_diagram(
     escape_tol=None,
     rtol: float = 1e-10,
     atol=None,
-    max_steps: int = 4096,
+    max_steps: int = 1024,
     max_passes: int = 64,
     n_grid: int = 257,
     max_switches: int = 16,
@@ -107,7 +107,11 @@ def phase_diagram(
     The solver's ``atol`` defaults to :math:`10^{-30}\max|\theta_0|` of each point, kept for
     its every pass (:func:`analysis._regime.start_atol`: the diagram of the twins
     :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude); a
-    number is absolute.
+    number is absolute. ``max_steps`` bounds each pass; a pass that spends it is continued by
+    the next, so it changes the cost, not the regimes: the dense output of every point holds
+    ``max_steps`` steps (about 0.8 MB at 1024, L = 2, d = 5), written in full each pass,
+    and 4096 made a 128 × 128 diagram at L = 4 take 56 s instead of 31 s, mostly in page
+    faults (benchmarks/README.md), with the same regimes and switch counts.
 
     Returns:
         ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then
