@@ -252,21 +252,19 @@ def _track(traj, c, intact, target, max_switches, n_grid):
     valid = jnp.arange(max_switches) < jnp.sum(keep)
     ka, kb = a[idx], b[idx]
 
-    def step(_, bracket):  # one bisection step of one group of slots
-        lo, hi, ka, kb = bracket
-        mid = 0.5 * (lo + hi)
-        size = log_abs_beta(jax.vmap(interp.evaluate)(mid))
-        behind = jnp.take_along_axis(size, kb[:, None], 1) < jnp.take_along_axis(
-            size, ka[:, None], 1
-        )
-        return jnp.where(behind[:, 0], mid, lo), jnp.where(behind[:, 0], hi, mid), ka, kb
-
     def refine(carry):  # the group of slots from k
         k, lo, hi = carry
         part = lambda x: jax.lax.dynamic_slice_in_dim(x, k, group)  # noqa: E731
-        lo_k, hi_k, _, _ = jax.lax.fori_loop(
-            0, BISECTIONS, step, (part(lo), part(hi), part(ka), part(kb))
-        )
+        ka_k, kb_k = part(ka)[:, None], part(kb)[:, None]
+
+        def step(_, bracket):  # one bisection step of the group
+            lo, hi = bracket
+            mid = 0.5 * (lo + hi)
+            size = log_abs_beta(jax.vmap(interp.evaluate)(mid))
+            behind = jnp.take_along_axis(size, kb_k, 1) < jnp.take_along_axis(size, ka_k, 1)
+            return jnp.where(behind[:, 0], mid, lo), jnp.where(behind[:, 0], hi, mid)
+
+        lo_k, hi_k = jax.lax.fori_loop(0, BISECTIONS, step, (part(lo), part(hi)))
         update = jax.lax.dynamic_update_slice_in_dim
         return k + group, update(lo, lo_k, k, 0), update(hi, hi_k, k, 0)
 

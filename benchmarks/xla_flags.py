@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, time
+import json, os, time
 import numpy as np
 spent = {"xla": 0.0}
 import jax
@@ -73,7 +73,6 @@ again("run: vmap solve 2048", lambda: batched(A, R).block_until_ready())
 again("run: phase_diagram 512", lambda: analysis.phase_diagram(
     flows.L2SAM(1.0), MU, alpha=np.geomspace(0.05, 3, 512), rho=1.0, progress=False,
     workers=1)["t_end"].values)
-import os
 print(json.dumps({"times": out, "answers": answers, "flags": os.environ.get("XLA_FLAGS", "")}))
 """
 

@@ -76,11 +76,11 @@ def _jaxlib_version() -> str | None:
         return None
 
 
-os.environ["XLA_FLAGS"] = fast_compile_flags(
+_XLA_FLAGS = fast_compile_flags(
     os.environ.get("XLA_FLAGS", ""), _jaxlib_version(), os.environ.get(FAST_COMPILE_ENV, "")
 )
-if not os.environ["XLA_FLAGS"]:
-    del os.environ["XLA_FLAGS"]
+if _XLA_FLAGS:
+    os.environ["XLA_FLAGS"] = _XLA_FLAGS
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
