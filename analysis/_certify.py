@@ -102,7 +102,12 @@ def _check_certificate(theta, mu, bound, depth, trapped):
     return theta, mu, bound, trapped
 
 
-def certificate(theta, mu, bound, depth: int, trapped=None):
+def decouples(method) -> bool:
+    r"""Whether ``method`` is exact ℓ∞-SAM, whose coordinates decouple (:func:`certificate`)."""
+    return isinstance(method, flows.LinfSAM) and method.delta is None
+
+
+def certificate(theta, mu, bound, depth: int, trapped=None, decoupled: bool = False):
     r"""(escaped, leader, settled) of the state ``theta`` (module docstring), traceable.
 
     ``leader`` is :math:`\arg\max_j|\beta_j|`, ties to the largest :math:`\mu_j` (the index a
@@ -117,10 +122,28 @@ def certificate(theta, mu, bound, depth: int, trapped=None):
     settled at :math:`L=2`, where the major coordinate's comparison solution
     :math:`u_je^{\mu_j\tau}` overtakes any slower one.
 
+    ``decoupled`` (exact ℓ∞-SAM, :func:`decouples`; ``bound`` is then ρ) adds an exact
+    comparison for *balanced* coordinates (every layer equal, :math:`w_{lj}=w_j\ge0`). Each
+    follows its own scalar equation :math:`\dot w_j=\mu_jg(w_j)`,
+    :math:`g(w)=(w-\rho)^{L-1}` (:math:`L\ge2`, science.md §5), so
+    :math:`w_j(\tau)=W(w_j(0),\mu_j\tau)` with one flow :math:`W` of :math:`\dot x=g(x)`.
+    For a leader with :math:`w_k>\rho`, :math:`W` increases in both arguments above ρ, so a
+    balanced :math:`j` with :math:`\rho<w_j\le w_k` and :math:`\mu_j\le\mu_k` stays at
+    :math:`w_j(\tau)\le w_k(\tau)`; one with :math:`|w_j|\le\rho` stays there (ρ is an
+    equilibrium of :math:`g`; below it the weight shrinks at even :math:`L` and creeps up at
+    odd :math:`L`, where :math:`g\ge0`). Either way :math:`j` never overtakes :math:`k`.
+    This settles a uniform start :math:`\alpha>\rho` at :math:`\tau=0` (the major
+    coordinate leads from :math:`0^+` on),
+    which the comparison with GD above certifies only once :math:`w_k-\rho\ge w_j`:
+    :math:`\tau\sim1/(2\mu\varepsilon^2)` from :math:`\alpha=\rho(1+\varepsilon)` at
+    :math:`L=4`, where the coordinates differ by less than float64 resolves and the rounding
+    of :math:`\arg\max|\beta|` reads false switches.
+
     Arguments:
         theta: state, shape ``(L, d)``; mu: the example, shape ``(d,)``;
         bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static);
-        trapped: optional boolean mask, shape ``(d,)`` (default: none trapped).
+        trapped: optional boolean mask, shape ``(d,)`` (default: none trapped);
+        decoupled: the comparison above (static; default False).
     """
     theta, mu, bound, trapped = _check_certificate(theta, mu, bound, depth, trapped)
     a = jnp.min(theta, axis=0)
@@ -144,6 +167,10 @@ def certificate(theta, mu, bound, depth: int, trapped=None):
     ok = (lower >= u) & later
     if trapped is not None:  # bounded by b_j < e < a_leader for all later times
         ok = ok | jnp.asarray(trapped)
+    if decoupled:  # exact ℓ∞-SAM: balanced coordinates compared on one scalar flow
+        balanced = a == b  # every layer equal and >= 0
+        behind = (b <= bound) | ((a <= a[leader]) & (mu <= mu[leader]))
+        ok = ok | (balanced & balanced[leader] & (a[leader] > bound) & behind)
     settled = (lower > 0) & jnp.all(ok | ~others)
     return escaped, leader, settled
 
@@ -174,7 +201,7 @@ def trapped(method, theta, depth: int):
     the gradient) and for the smoothed sign (``delta``).
     """
     theta = jnp.asarray(theta)
-    if depth % 2 or not isinstance(method, flows.LinfSAM) or method.delta is not None:
+    if depth % 2 or not decouples(method):
         return jnp.zeros(theta.shape[-1], bool)
     return jnp.max(jnp.abs(theta), axis=0) < method.rho
 
@@ -194,8 +221,27 @@ def keeps_invariant_order(method, theta0, theta, mu, depth: int):
     :math:`\dot q=(L-2)q^2(1-cq)^{L-1}` (science.md §5, with :math:`c=\rho/N` for ℓ2-SAM) and
     the order of the :math:`q_j` never changes (:math:`L\ge3`). Near the degenerate saddle,
     where all :math:`q_j` are equal, a float64 state can lose that order; a leader certified
-    from such a state is not to be trusted. True for every other method and depth.
+    from such a state is not to be trusted.
+
+    Exact ℓ∞-SAM (:func:`decouples`) from a balanced start, :math:`L\ge2`: each coordinate
+    follows one scalar flow, :math:`w_j(\tau)=W(\alpha_j,\mu_j\tau)` with :math:`W`
+    increasing in both arguments above ρ (:func:`certificate`), so of two coordinates with
+    :math:`\alpha_j,\alpha_k>\rho`, :math:`\alpha_j\le\alpha_k` and :math:`\mu_j\le\mu_k`
+    (one of them strict), :math:`w_j<w_k` at every :math:`\tau>0`. From
+    :math:`\alpha=\rho(1+\varepsilon)` the coordinates differ by
+    :math:`O(\mu\tau\varepsilon^{L-1})`, below float64's resolution for a long time
+    (:math:`\varepsilon=2\cdot10^{-7}`, :math:`L\ge5`): their :math:`|\beta_j|` tie, and
+    argmax read index 0 as a switch. True for every other method and depth.
     """
+    if decouples(method) and depth >= 2:
+        theta0, mu = jnp.asarray(theta0), jnp.asarray(mu)
+        a0, a = theta0[0], jnp.min(jnp.asarray(theta), axis=0)
+        grow = (a0 > method.rho)[:, None] & (a0 > method.rho)[None, :]
+        weak = (a0[:, None] <= a0[None, :]) & (mu[:, None] <= mu[None, :])
+        strict = (a0[:, None] < a0[None, :]) | (mu[:, None] < mu[None, :])
+        behind = grow & weak & strict  # j (row) strictly behind k (column) for all τ > 0
+        balanced = jnp.all(theta0 == theta0[:1])
+        return ~balanced | jnp.all(~behind | (a[:, None] < a[None, :]))
     if depth < 3 or isinstance(method, flows.LinfSAM):
         return jnp.asarray(True)
     mu = jnp.asarray(mu)
@@ -306,9 +352,12 @@ def invariant_leader(method, theta0, mu, depth: int):
     while the others stay finite (science.md §5), so :math:`j^\dagger` ends on
     :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (unique). This decides the limit where the float64
     state cannot (near the degenerate saddle the coordinates agree to below double precision).
-    Traceable.
+    Exact ℓ∞-SAM from a balanced start at :math:`L\ge2` (:func:`keeps_invariant_order`):
+    the first coordinate to blow up, :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`
+    (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable.
     """
-    if depth < 3 or isinstance(method, flows.LinfSAM):
+    linf = isinstance(method, flows.LinfSAM)
+    if not (depth >= 3 and not linf or depth >= 2 and decouples(method)):
         return jnp.asarray(-1)
     theta0 = jnp.asarray(theta0)
     balanced = jnp.all(theta0 == theta0[:1])
@@ -324,9 +373,7 @@ def never_escapes(method, theta, depth: int):
     :math:`\ge0`, so it does not fall to 0 either: the run is *stalled* (bounded, the loss does
     not vanish). False for every other method and depth (traceable).
     """
-    if depth < 3 or depth % 2 == 0 or not isinstance(method, flows.LinfSAM):
-        return jnp.asarray(False)
-    if method.delta is not None:
+    if depth < 3 or depth % 2 == 0 or not decouples(method):
         return jnp.asarray(False)
     theta = jnp.asarray(theta)
     return jnp.all(theta >= 0) & jnp.all(theta < method.rho)

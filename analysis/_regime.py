@@ -15,6 +15,7 @@ import flows
 
 from ._certify import (
     certificate,
+    decouples,
     invariant_leader,
     keeps_invariant_order,
     never_escapes,
@@ -292,7 +293,8 @@ def regime_path(
         theta = np.asarray(traj.theta_end)
         trap = trapped(problem.method, theta, depth)
         escaped, leader, settled = (
-            np.asarray(x) for x in certificate(theta, mu, bound, depth, trap)
+            np.asarray(x)
+            for x in certificate(theta, mu, bound, depth, trap, decouples(problem.method))
         )
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
         facts = (bool(escaped), bool(settled), int(leader), not lost, lead)

@@ -17,6 +17,7 @@ import flows
 
 from ._certify import (
     certificate,
+    decouples,
     invariant_leader,
     keeps_invariant_order,
     never_escapes,
@@ -63,7 +64,7 @@ def _facts(method, theta, mu, bound, depth):
     """(trapped mask, escaped, leader, settled, stalled) of a state: the certificates of
     :mod:`analysis._certify` that :func:`analysis._regime.decide` reads."""
     trap = trapped(method, theta, depth)
-    escaped, leader, settled = certificate(theta, mu, bound, depth, trap)
+    escaped, leader, settled = certificate(theta, mu, bound, depth, trap, decouples(method))
     return trap, escaped, leader, settled, never_escapes(method, theta, depth)
 
 

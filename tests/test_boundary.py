@@ -110,6 +110,23 @@ def test_linf_sam_alpha_c_is_rho_at_every_depth(depth, rho, monkeypatch):
     assert abs(b.value / rho - 1) <= 1e-8
 
 
+@pytest.mark.parametrize("depth", range(2, 9))
+def test_linf_sam_direct_alpha_is_rho_at_every_depth(depth, monkeypatch):
+    # Each balanced coordinate follows one scalar flow, w_j(τ) = W(α, μ_j τ) with
+    # dW/dτ = (W − ρ)^{L−1}. Above ρ, W increases, so from a uniform α > ρ the largest μ_j
+    # leads |β| at every τ > 0 (j† never leaves argmax μ: direct); below ρ nothing escapes.
+    # So α_s = α_c = ρ exactly. From ρ(1 + 2e-7) the coordinates tie in float64 for long
+    # (ε^{L−1} ≈ 1e-27 at L = 5) and j† used to be read as index 0 there: direct_alpha
+    # raised at L = 4 ("changes more than once"). Both sides are decided at τ = 0.
+    def no_solver(*args, **kwargs):
+        raise AssertionError("the batched solver was called for a start-decided point")
+
+    monkeypatch.setattr(analysis._boundary, "_batch", no_solver)
+    b = analysis.direct_alpha(flows.LinfSAM(1.0), MU, depth=depth, full_output=True)
+    assert b.exists and b.bracket[0] < 1.0 < b.bracket[1]
+    assert b.bracket[1] - b.bracket[0] <= 1e-8 * b.bracket[0]
+
+
 def test_linf_sam_at_depth_one_never_collapses():
     # L = 1: dw/dτ = μ exactly (no layer product to perturb the sign of): every start escapes,
     # so there is no boundary, the documented NaN.

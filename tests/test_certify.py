@@ -61,11 +61,82 @@ def test_invariant_order_and_leader():
     theta0 = np.tile(np.full(5, 0.3), (4, 1))
     assert int(invariant_leader(m, theta0, MU, 4)) == 4  # argmax μ_j α^{L-2}
     assert int(invariant_leader(m, theta0, MU, 2)) == -1  # the theorem is for L >= 3
-    assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4)) == -1
+    # exact ℓ∞-SAM: (w_j − ρ)^{−2} = (α − ρ)^{−2} − 2μ_jτ, so argmax μ_j blows up first
+    assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4)) == 4
+    assert int(invariant_leader(flows.LinfSAM(0.1, delta=0.01), theta0, MU, 4)) == -1
     assert not bool(keeps_invariant_order(m, theta0, np.tile(0.3 * MU**-0.5, (4, 1)), MU, 4))
     w = 0.3 * MU**-0.5  # all q_j = μ_j w_j² equal: the order is lost
     assert not bool(keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU, 4))
     assert bool(keeps_invariant_order(m, theta0, theta0 * 2, MU, 4))
+
+
+def _linf_balanced(w0, mu, rho, depth, tau):
+    r"""Exact ℓ∞-SAM, one balanced coordinate per column, w > 0 (science.md §5), in closed form:
+    dw/dτ = μ (w − ρ)^{L−1}. L = 2: w − ρ = (w₀ − ρ) e^{μτ}; L >= 3 with u = w − ρ:
+    u^{−(L−2)} = u₀^{−(L−2)} − (L−2) μ τ (the sign of u kept; below ρ the weight falls to 0
+    at even L, where it is held, or creeps up to ρ at odd L). Rows: τ; inf after a blow-up."""
+    w0, tau = np.asarray(w0)[None, :], np.asarray(tau)[:, None]
+    u0 = w0 - rho
+    if depth == 2:
+        u = u0 * np.exp(mu * tau)
+    else:
+        k = depth - 2
+        base = np.abs(u0) ** -k - np.sign(u0) ** depth * k * mu * tau
+        with np.errstate(invalid="ignore", divide="ignore"):
+            u = np.sign(u0) * np.where(base > 0, base ** (-1 / k), np.inf)
+    return np.maximum(rho + u, 0.0)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4, 5, 8])
+def test_linf_decoupled_certificate_on_the_closed_form(depth):
+    # Whenever the decoupled certificate settles a balanced state on k, k leads (argmax w,
+    # β = w^L) at every τ of the closed form until it blows up (L >= 3) or τ = 40 / min μ.
+    rng = np.random.default_rng(10 + depth)
+    rho, checked, extra = 0.5, 0, 0
+    for _ in range(400):
+        w = rho * rng.uniform(0.2, 3.0, MU.size)
+        theta = np.tile(w, (depth, 1))
+        trap = trapped(flows.LinfSAM(rho), theta, depth)
+        _, k, plain = analysis.certificate(theta, MU, rho, depth, trap)
+        _, leader, settled = analysis.certificate(theta, MU, rho, depth, trap, decoupled=True)
+        assert int(leader) == int(k) and (bool(settled) or not bool(plain))
+        if not settled:
+            continue
+        blow = (w[k] - rho) ** -(depth - 2) / ((depth - 2) * MU[k]) if depth > 2 else 40.0
+        tau = np.linspace(0.0, blow, 4001)[1:-1]
+        ws = _linf_balanced(w, MU, rho, depth, tau)
+        assert np.all(np.argmax(ws, axis=1) == int(k))
+        checked, extra = checked + 1, extra + (not bool(plain))
+        if checked == 8:
+            break
+    assert checked >= 6 and extra >= 3  # the new comparison settled states GD's did not
+
+
+def test_linf_decoupled_certificate_refuses_a_faster_follower():
+    # μ = (1, 2), w = (1.2, 1.1), ρ = 0.5, L = 2: w_1 − ρ = 0.6 e^{2τ} overtakes 0.7 e^{τ}
+    # at τ = ln(7/6) (closed form): index 0 leads now but is not settled.
+    mu = np.array([1.0, 2.0])
+    theta = np.tile([1.2, 1.1], (2, 1))
+    _, leader, settled = analysis.certificate(theta, mu, 0.5, 2, decoupled=True)
+    assert int(leader) == 0 and not bool(settled)
+    ws = _linf_balanced([1.2, 1.1], mu, 0.5, 2, [np.log(7 / 6) * 1.01])
+    assert np.argmax(ws[0]) == 1
+
+
+def test_linf_invariant_order_flags_float64_ties():
+    # Above ρ a uniform start keeps w_j < w_k for μ_j < μ_k at every τ > 0 (closed form): a
+    # state with two tied coordinates has lost that order, one with the order kept has not.
+    m, depth = flows.LinfSAM(1.0), 5
+    theta0 = np.full((depth, MU.size), 1.0 + 2e-7)
+    # At τ = 1, u_j = (u₀^{−3} − 3μ_j)^{−1/3} increases with μ_j, by ~1e-19 relative: the
+    # closed form evaluated in float64 ties every coordinate.
+    exact = _linf_balanced(theta0[0], MU, 1.0, depth, [1.0])[0]
+    assert np.all(exact == exact[0])
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(exact, (depth, 1)), MU, depth))
+    ordered = 1.0 + 2e-7 * (1 + 1e-3 * MU)
+    assert bool(keeps_invariant_order(m, theta0, np.tile(ordered, (depth, 1)), MU, depth))
+    smooth = flows.LinfSAM(1.0, delta=0.01)  # no decoupling theorem for the smoothed sign
+    assert bool(keeps_invariant_order(smooth, theta0, np.tile(exact, (depth, 1)), MU, depth))
 
 
 def test_time_scale_is_homogeneous():

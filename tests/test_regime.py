@@ -117,6 +117,16 @@ def test_linf_minor_wins_while_the_major_slides_at_zero():
     assert r.regime == "minor" and r.sequence == [0] and r.status == "escaped"
 
 
+@pytest.mark.parametrize("depth", [2, 5, 8])
+def test_linf_uniform_start_just_above_rho_is_direct(depth):
+    # Each coordinate follows one scalar flow, w_j(τ) = W(α, μ_j τ) with W increasing above
+    # ρ: argmax μ leads |β| at every τ > 0 and blows up first (direct). From ρ(1 + 2e-7) the
+    # coordinates differ by ~μτε^{L−1}, below float64's resolution, and their tie used to be
+    # read as a switch to index 0 ('sequential', [4, 0] at L >= 5).
+    r = analysis.regime_path(flows.LinfSAM(1.0), MU, 1.0 + 2e-7, depth=depth)
+    assert r.regime == "direct" and r.sequence == [4]
+
+
 @pytest.mark.parametrize("depth", [2, 4])
 def test_linf_below_rho_collapses_at_even_depth(depth):
     # dw/dτ = μ (w − ρ)^{L−1} < 0 below ρ: every weight reaches 0 in finite τ and slides there.
