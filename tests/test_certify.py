@@ -64,6 +64,11 @@ def test_invariant_order_and_leader():
     # exact ℓ∞-SAM: (w_j − ρ)^{−2} = (α − ρ)^{−2} − 2μ_jτ, so argmax μ_j blows up first
     assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4)) == 4
     assert int(invariant_leader(flows.LinfSAM(0.1, delta=0.01), theta0, MU, 4)) == -1
+    # L = 3, ρ = 0.1: blow-up at 1/(μ_j(α_j − ρ)) = 2, 3.3, 16.7: the minor coordinate first
+    minor = np.tile([0.6, 0.25, 0.12], (3, 1))
+    assert int(invariant_leader(flows.LinfSAM(0.1), minor, [1.0, 2.0, 3.0], 3)) == 0
+    # L = 2: the larger μ starts below ρ and never grows; the other escapes, e^{τ}
+    assert int(invariant_leader(flows.LinfSAM(0.1), np.tile([0.3, 0.05], (2, 1)), [1, 2], 2)) == 0
     assert not bool(keeps_invariant_order(m, theta0, np.tile(0.3 * MU**-0.5, (4, 1)), MU, 4))
     w = 0.3 * MU**-0.5  # all q_j = μ_j w_j² equal: the order is lost
     assert not bool(keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU, 4))
