@@ -356,8 +356,8 @@ def invariant_leader(method, theta0, mu, depth: int):
     the first coordinate to blow up, :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`
     (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable.
     """
-    linf = isinstance(method, flows.LinfSAM)
-    if not (depth >= 3 and not linf or depth >= 2 and decouples(method)):
+    applies = decouples(method) if isinstance(method, flows.LinfSAM) else depth >= 3
+    if depth < 2 or not applies:
         return jnp.asarray(-1)
     theta0 = jnp.asarray(theta0)
     balanced = jnp.all(theta0 == theta0[:1])

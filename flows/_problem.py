@@ -119,8 +119,6 @@ def single_example(mu) -> Dataset:
     if mu.ndim != 1 or mu.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {mu.shape}.")
     check_finite("mu", mu)
-    if not is_traced(mu):  # built in NumPy: no eager XLA programs (flows._validate.check_scalar)
-        return Dataset(jnp.asarray(np.asarray(mu)[None, :]), jnp.asarray(np.ones(1)))
     return Dataset(mu[None, :], jnp.ones(1))
 
 
@@ -156,8 +154,6 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
             raise ValueError(f"`alpha` must be finite and > 0 elementwise; got {alpha!r}.")
     else:
         raise ValueError(f"`alpha` must be a scalar or shape (d,); got shape {alpha.shape}.")
-    if not is_traced(alpha):  # in NumPy: no eager XLA program (flows._validate.check_scalar)
-        return jnp.asarray(np.broadcast_to(np.asarray(alpha), (depth, d)))
     return jnp.broadcast_to(alpha, (depth, d))
 
 

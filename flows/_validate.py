@@ -78,16 +78,16 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
     arr = as_array(name, x, what=what)
     if arr.ndim != 0:
         raise ValueError(f"`{name}` must be a real scalar; got shape {arr.shape}.")
-    # Concrete values are checked in NumPy: an eager jnp comparison compiles one XLA
-    # program per operation on first use (~20 ms each; a first solve ran 13 of them).
-    xp = jnp if is_traced(arr) else np
-    value = arr if is_traced(arr) else np.asarray(arr)
+    # Concrete values are checked in NumPy: an eager jnp comparison compiles an XLA
+    # program per operation on its first use (5-15 ms each; four in a first flows.solve).
+    traced = is_traced(arr)
+    xp, value = (jnp, arr) if traced else (np, np.asarray(arr))
     bad = ~xp.isfinite(value)
     if positive:
         bad = bad | (value <= 0)
     elif nonnegative:
         bad = bad | (value < 0)
-    if is_traced(arr):
+    if traced:
         return eqx.error_if(arr, bad, message)
     if bool(bad):
         raise ValueError(f"{message}; got {x!r}.")
