@@ -8,6 +8,7 @@ j†(τ) = argmax_j |β_j(τ)| (first index on ties; -1 after the run stopped) o
 the sweep and the scipy baseline.
 """
 
+import json
 import os
 import platform
 import statistics
@@ -128,6 +129,15 @@ def save(name: str, record: dict) -> None:
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, f"{name}.json"), "w") as fh:
         json.dump(record, fh, indent=1, default=float)
+
+
+def run_child(code: str, env: dict) -> dict:
+    """Run ``code`` in a fresh interpreter with environment ``env`` and return the JSON object
+    on its last line of output; exit with the end of its stderr if it fails."""
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(proc.stderr[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def header(title: str) -> None:

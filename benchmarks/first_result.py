@@ -6,8 +6,7 @@ Each run is a new Python process that imports ``flows`` and runs one ``flows.sol
 (ℓ2-SAM, L = 2, d = 2, the rescaled flow, the README quick-start problem size) and
 reports, from inside the process, wall and process CPU time for: importing JAX,
 importing flows, and the first solve (XLA's start, trace + compile or cache load + run).
-The cache is
-``flows``' default persistent compilation cache pointed at a fresh temporary folder
+The cache is ``flows``' default persistent compilation cache pointed at a fresh temporary folder
 (``SAMFLOWS_COMPILATION_CACHE=DIR``): the first process compiles and writes it (cold),
 the following ones load the solver from it (warm). A third series runs with the cache
 off (``SAMFLOWS_COMPILATION_CACHE=off``), which is the cold path every time. Medians over
@@ -16,12 +15,14 @@ Target: import + first solve <= 1.5 s on a warm cache.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
 
 CHILD = r"""
 import json, time
@@ -43,10 +44,7 @@ print(json.dumps({"jax": [w1 - w0, c1 - c0], "flows": [w2 - w1, c2 - c1],
 
 def run(env_value):
     env = {**os.environ, "SAMFLOWS_COMPILATION_CACHE": env_value}
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit(proc.stderr[-3000:])
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = common.run_child(CHILD, env)
     assert out.pop("status") == "ok"
     return out
 
@@ -59,9 +57,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import common
-
     common.header("issue 14 P2: fresh process, import flows + first solve")
     cache = tempfile.mkdtemp(prefix="samflows-first-")
     series = {"cold, cache written": [run(cache)]}

@@ -20,11 +20,13 @@ and the largest relative difference between the two series' answers.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
 
 CHILD = r"""
 import json, os, time
@@ -80,19 +82,13 @@ print(json.dumps({"times": out, "answers": answers, "flags": os.environ.get("XLA
 def run(setting):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     env.update(SAMFLOWS_COMPILATION_CACHE="off", SAMFLOWS_XLA_FAST_COMPILE=setting)
-    proc = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
-    if proc.returncode:
-        sys.exit(proc.stderr[-3000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return common.run_child(CHILD, env)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import common
-
     common.header("issue 14 P2: XLA:CPU classic emitters without FMA vs XLA's default")
     series = {"default": [], "classic": []}
     for _ in range(args.repeat):  # interleaved, so that the load falls on both alike
