@@ -123,6 +123,27 @@ def argmax_changes(sol, per_step=16):
     return seq, np.array(times)
 
 
+def l2sam_limit(mu, alpha, rho, depth):
+    """The regime name and limit index of balanced ℓ2-SAM at odd ``depth`` >= 3 from the start
+    w(0) = ``alpha`` (one entry per coordinate, each > ρ/√L, so that the run escapes), as
+    :func:`analysis.limit_map` names them, without the code.
+
+    The limit is the first coordinate to blow up, argmax_j μ_j α_j^{L−2}: the order of the
+    q_j = μ_j w_j^{L−2} never changes (science.md §5), and the reduced flow
+    (:func:`reduced_l2sam`) must end on it too. ``minor`` when it is not argmax μ; otherwise
+    ``direct`` when j†(0⁺) of the reduced flow (ties at τ = 0 broken by the growth that follows)
+    is already argmax μ, else ``sequential``.
+    """
+    mu, alpha = np.asarray(mu, dtype=float), np.asarray(alpha, dtype=float)
+    leader = int(np.argmax(mu * alpha ** (depth - 2)))
+    sol = reduced_l2sam(mu, alpha, rho, depth, t_max=1e6)
+    assert sol.status == 1 and int(np.argmax(sol.y[:, -1])) == leader, (alpha, sol.message)
+    if leader != int(np.argmax(mu)):
+        return "minor", leader
+    first = argmax_changes(sol)[0][0]
+    return ("direct" if first == leader else "sequential"), leader
+
+
 # Solves share one saving-grid size and one set of static options wherever possible, so
 # that jit compiles each (method, L, d) once for the whole module.
 N_SAVE = 41

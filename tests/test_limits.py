@@ -2,8 +2,9 @@
 
 Exact ℓ∞-SAM from starts balanced across layers decouples (science.md §5): each coordinate
 follows dw/dτ = μ_j (w − ρ)^{L−1}, so the limit is the first coordinate to blow up. The expected
-values come from scipy on those scalar ODEs (tests/helpers.py) and from the closed forms below
-ρ (L odd: w ↑ ρ, stalled; L even: w reaches 0, collapse), never from the code.
+values come from scipy on those scalar ODEs (tests/helpers.py), from the closed forms below
+ρ (L odd: w ↑ ρ, stalled; L even: w reaches 0, collapse) and of the tie curve, and for ℓ2-SAM
+from the q-order and the reduced flow in w (tests.helpers.l2sam_limit), never from the code.
 """
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import reduced_linf_escape_times
+from tests.helpers import l2sam_limit, reduced_linf_escape_times
 
 RHO, MU = 1.0, np.array([1.0, 2.0])
 
@@ -31,7 +32,8 @@ def test_limit_map_near_the_tie_curve_and_the_rho_lines(depth):
     the lines α_j = ρ on both sides."""
     m = flows.LinfSAM(RHO)
     a1 = np.array([0.99, 1.01, 2.0])
-    tie = float(analysis.linf_tie(m, MU, 2.0, depth))
+    # the tie curve through α_1 = 2, in closed form: α_2 = ρ + (μ_1/μ_2)^{1/(L−2)} (α_1 − ρ)
+    tie = RHO + (MU[0] / MU[1]) ** (1 / (depth - 2)) * (2.0 - RHO)
     a2 = np.array([0.5, 0.99, 1.01, RHO + 0.99 * (tie - RHO), RHO + 1.01 * (tie - RHO)])
     out = analysis.limit_map(m, MU, (a1, a2), depth=depth, progress=False)
     assert out.code.shape == (3, 5) and [a.tolist() for a in out.alphas] == [
@@ -57,16 +59,17 @@ def test_limit_map_l2_minor_survives_by_sliding():
     assert out.leader.tolist() == [[-1, 1], [0, 1]]
 
 
-def test_limit_map_l2sam_matches_regime_path():
-    # Another method through the same run: ℓ2-SAM at L = 3 from α = (0.3, 0.2) and (0.2, 0.3).
-    out = analysis.limit_map(
-        flows.L2SAM(0.1), MU, ([0.2, 0.3], [0.2, 0.3]), depth=3, progress=False
-    )
-    for i, x in enumerate([0.2, 0.3]):
-        for j, y in enumerate([0.2, 0.3]):
-            r = analysis.regime_path(flows.L2SAM(0.1), MU, [x, y], depth=3)
-            assert analysis.REGIMES[out.code[i, j]] == r.regime
-            assert out.leader[i, j] == r.sequence[-1]
+def test_limit_map_l2sam_against_the_q_order_and_the_reduced_flow():
+    # Another method through the same run: ℓ2-SAM at L = 3 (odd: every start above ρ/√3
+    # escapes). The grid holds all three escape regimes: direct (e.g. α = (0.2, 0.3)),
+    # sequential (α = (0.3, 0.2), (0.5, 0.3)) and minor (α = (0.5, 0.2): q = μα = (0.5, 0.4)).
+    a1, a2 = [0.2, 0.3, 0.5], [0.2, 0.3]
+    out = analysis.limit_map(flows.L2SAM(0.1), MU, (a1, a2), depth=3, progress=False)
+    names = np.array(analysis.REGIMES)[out.code]
+    got = [[(names[i, j], int(out.leader[i, j])) for j in range(2)] for i in range(3)]
+    want = [[l2sam_limit(MU, [x, y], 0.1, 3) for y in a2] for x in a1]
+    assert got == want
+    assert {name for row in want for name, _ in row} == {"direct", "sequential", "minor"}
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -89,11 +90,12 @@ def test_static_parameters_compile_separately():
     r = flows.sweep(depth_point, {"alpha": [0.3, 0.5]}, static={"depth": [1, 2, 3]}, progress=False)
     assert r["v"].shape == (3, 2, 3, 3)  # (depth, alpha, L padded to 3, d)
     for k, depth in enumerate([1, 2, 3]):
-        v = flows.rescaled_velocity(
-            flows.L2SAM(0.1), DATA, "logistic", flows.balanced_init(0.5, depth, 3)
-        )
-        np.testing.assert_allclose(r["v"][k, 1, :depth], v, rtol=1e-14)
-        assert np.isnan(r["v"][k, 1, depth:]).all()
+        for i, alpha in enumerate([0.3, 0.5]):  # every cell: a swapped axis is caught
+            v = flows.rescaled_velocity(
+                flows.L2SAM(0.1), DATA, "logistic", flows.balanced_init(alpha, depth, 3)
+            )
+            np.testing.assert_allclose(r["v"][k, i, :depth], v, rtol=1e-14)
+            assert np.isnan(r["v"][k, i, depth:]).all()
 
 
 def test_separate_sweeps_of_one_function_use_their_own_static_values():
@@ -118,10 +120,11 @@ def test_vector_parameters_and_zip_grids():
     mus = np.array([[1.0, 2.0], [2.0, 1.0], [1.0, 1.0]])
     r = flows.sweep(mu_point, {"mu": mus, "alpha": [0.1, 0.2, 0.3]}, product=False, progress=False)
     assert r["grad"].shape == (3, 2, 2)
-    direct = flows.velocity(
-        flows.GD(), flows.single_example(mus[1]), "logistic", flows.balanced_init(0.2, 2, 2)
-    )
-    np.testing.assert_allclose(r["grad"][1], direct, rtol=1e-14)
+    # Zipped, row k pairs mus[k] with alphas[k]. GD at L = 2 from w = α: the margin is
+    # m = α²Σμ and -∂L/∂w_j^{(l)} = σ(-m) μ_j α in both layers (σ the logistic sigmoid).
+    for k, alpha in enumerate([0.1, 0.2, 0.3]):
+        want = mus[k] * alpha / (1.0 + np.exp(alpha**2 * mus[k].sum()))
+        np.testing.assert_allclose(r["grad"][k], [want, want], rtol=1e-14)
 
 
 def test_one_failing_point_does_not_kill_the_sweep(capfd):
@@ -276,9 +279,18 @@ def _damage(path, how):
     elif how == "garbage":
         path.write_bytes(b"not a zip file" * 10)
     elif how == "flipped":  # a valid zip layout whose data no longer match their CRC-32
-        i = data.index(b"\x93NUMPY", len(data) // 3)  # an array member past the first
-        i += 200  # past its .npy header, inside its data
-        path.write_bytes(data[:i] + bytes([data[i] ^ 0xFF]) + data[i + 1 :])
+        with zipfile.ZipFile(path) as zf:  # the largest member, one byte of its array data
+            info = max(zf.infolist(), key=lambda m: m.file_size)
+        at = info.header_offset  # local header: 30 bytes, then the name and the extra field
+        start = at + 30 + int.from_bytes(data[at + 26 : at + 28], "little")
+        start += int.from_bytes(data[at + 28 : at + 30], "little")
+        if info.compress_type == zipfile.ZIP_STORED:  # skip the .npy magic, version, header
+            wide = data[start + 6] >= 2  # .npy version 2+: a 4-byte header length
+            size = 4 if wide else 2
+            start += 8 + size + int.from_bytes(data[start + 8 : start + 8 + size], "little")
+        path.write_bytes(data[:start] + bytes([data[start] ^ 0xFF]) + data[start + 1 :])
+        with zipfile.ZipFile(path) as zf:  # the layout still reads; only that member's CRC fails
+            assert zf.testzip() == info.filename
 
 
 def test_damaged_chunk_files_are_reported_once_and_recomputed(tmp_path, capfd):
@@ -369,23 +381,30 @@ def test_code_version_covers_every_file_of_the_sweep_package(tmp_path):
         os.path.dirname(flows.__file__), tmp_path / "flows", ignore=shutil.ignore_patterns("*.pyc")
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "JAX_PLATFORMS": "cpu"}
-    cmd = [
-        sys.executable,
-        "-c",
-        "from flows._sweep._key import code_version as v; print(v()['flows_source_sha256'])",
-    ]
-
-    def version():
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
-        assert out.returncode == 0, out.stderr[-2000:]
-        return out.stdout.strip()
-
-    seen = [version()]
-    for name in ["_sweep/_store.py", "_sweep/_executors.py", "_methods.py"]:
-        with open(tmp_path / "flows" / name, "a") as fh:
-            fh.write("\n# an edit\n")
-        seen.append(version())
-    assert len(set(seen)) == len(seen)  # each edit, in the package or beside it, changes it
+    # One child process edits every source file of its copy of flows in turn (the sweep
+    # package and beside it) and reads the version after each edit.
+    script = textwrap.dedent(
+        """
+        import json, pathlib
+        from flows._sweep._key import code_version as v
+        root = pathlib.Path("flows")
+        seen = [v()["flows_source_sha256"]]
+        for path in sorted(root.rglob("*.py")):
+            with open(path, "a") as fh:
+                fh.write("\\n# an edit\\n")
+            v.cache_clear()  # read once per process otherwise
+            seen.append(v()["flows_source_sha256"])
+        print(json.dumps(seen))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    n_files = len(list((tmp_path / "flows").rglob("*.py")))
+    assert n_files >= 20 and len(seen) == n_files + 1
+    assert len(set(seen)) == len(seen)  # every edit changes it
 
 
 def test_cache_dir_that_cannot_be_a_folder_is_a_named_error(tmp_path):

@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+# Not skipped when missing: dask[distributed] is in the `test` extra, so its absence is a failure.
+import distributed
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 
 import flows
+from tests.helpers import l2sam_limit
 from tests.test_sweep import (
     ALPHAS,
     DATA,
@@ -31,8 +34,6 @@ from tests.test_sweep import (
     check_reserved_name_is_raised_before_any_chunk,
     point,
 )
-
-distributed = pytest.importorskip("distributed")
 
 BAD = (0.2, 0.5)  # (alpha, rho) of the deliberately failing point
 
@@ -462,7 +463,8 @@ def test_analysis_sweeps_run_on_the_cluster(client):
     """``executor=`` reaches the sweeps of analysis.phase_diagram and analysis.limit_map
     (limit_map's one-thread default is not forced on a Dask executor). Expected values are
     independent: the phase diagram's regimes from the sympy bounds 0.19, 0.57, 0.94 of its
-    docstring, the limit map's from analysis.regime_path solved here point by point."""
+    docstring, the limit map's from the q-order and the reduced flow (tests.helpers.l2sam_limit:
+    one point of each escape regime, direct, sequential and minor)."""
     import analysis
 
     ds = analysis.phase_diagram(
@@ -475,15 +477,13 @@ def test_analysis_sweeps_run_on_the_cluster(client):
     )
     names = ds.attrs["regimes"].split()
     assert [names[c] for c in ds["code"].values] == ["collapse", "sequential", "direct"]
-    mu, alphas = [1.0, 2.0], [0.2, 0.3]
+    mu, a1, a2 = [1.0, 2.0], [0.3, 0.5], [0.2, 0.3]
     out = analysis.limit_map(
-        flows.L2SAM(0.1), mu, (alphas, alphas), depth=3, executor=client, progress=False
+        flows.L2SAM(0.1), mu, (a1, a2), depth=3, executor=client, progress=False
     )
-    for i, x in enumerate(alphas):
-        for j, y in enumerate(alphas):
-            r = analysis.regime_path(flows.L2SAM(0.1), mu, [x, y], depth=3)
-            assert analysis.REGIMES[out.code[i, j]] == r.regime
-            assert out.leader[i, j] == r.sequence[-1]
+    names = np.array(analysis.REGIMES)[out.code]
+    got = [[(names[i, j], int(out.leader[i, j])) for j in range(2)] for i in range(2)]
+    assert got == [[l2sam_limit(mu, [x, y], 0.1, 3) for y in a2] for x in a1]
 
 
 def test_figures_sweeps_run_on_the_given_executor(client, tmp_path):
