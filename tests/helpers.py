@@ -3,8 +3,11 @@
 Adding a method means adding one line to ``all_methods``.
 """
 
+import functools
+
 import jax.numpy as jnp
 import numpy as np
+import scipy.integrate
 
 import flows
 
@@ -123,6 +126,19 @@ def argmax_changes(sol, per_step=16):
     return seq, np.array(times)
 
 
+def reduced_l2sam_switches(mu, alpha, rho, depth):
+    """(sequence, switch times) of j† on the reduced ℓ2-SAM flow (:func:`reduced_l2sam`) from
+    the uniform start ``alpha`` until it escapes, by :func:`argmax_changes`.
+
+    L = 2 grows exponentially: it is followed to w = 1e100 for the last, GD-like switches;
+    L >= 3 blows up in finite τ and is followed to w = 1e3.
+    """
+    w_max = 1e100 if depth == 2 else 1e3
+    sol = reduced_l2sam(mu, alpha, rho, depth, 1e8, w_max=w_max)
+    assert sol.status == 1 and sol.t_events[0].size == 1, sol.message  # it escaped
+    return argmax_changes(sol)
+
+
 def l2sam_limit(mu, alpha, rho, depth):
     """The regime name and limit index of balanced ℓ2-SAM at odd ``depth`` >= 3 from the start
     w(0) = ``alpha`` (one entry per coordinate, each > ρ/√L, so that the run escapes), as
@@ -142,6 +158,33 @@ def l2sam_limit(mu, alpha, rho, depth):
         return "minor", leader
     first = argmax_changes(sol)[0][0]
     return ("direct" if first == leader else "sequential"), leader
+
+
+@functools.cache
+def reduced_l2sam_alpha_c(rho=1.0, mu=(1.0, 2.0, 3.0, 4.0, 5.0)):
+    """ℓ2-SAM's α_c at L = 2 (single example μ, balanced uniform start) of the scalar reduction
+    (science.md §5), by bisection, between the hand bounds of science.md §5 (all
+    coordinates shrink from the start for α‖μ‖ ≤ ρμ_1/√2, all grow for α‖μ‖ ≥ ρμ_d/√2)."""
+    mu = np.array(mu)
+    c = rho / np.sqrt(2.0)
+
+    def collapses(alpha):
+        def f(t, y):
+            lw = np.log(mu * alpha) + mu * t - c * mu**2 * y[0]
+            top = np.max(lw)
+            return [np.exp(-top) / np.sqrt(np.sum(np.exp(2 * (lw - top))))]
+
+        sol = scipy.integrate.solve_ivp(
+            f, (0, 80.0), [0.0], method="DOP853", rtol=1e-13, atol=1e-15
+        )
+        return np.max(mu * sol.t[-1] - c * mu**2 * sol.y[0, -1]) < -10
+
+    lo, hi = c * mu[0] / np.linalg.norm(mu), c * mu[-1] / np.linalg.norm(mu)
+    assert collapses(lo) and not collapses(hi)
+    while hi - lo > 1e-11 * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if collapses(mid) else (lo, mid)
+    return 0.5 * (lo + hi)
 
 
 # Solves share one saving-grid size and one set of static options wherever possible, so

@@ -3,10 +3,12 @@ r"""Figures 1, 2 and 6 (issue 12): the regimes against depth, the minor-first ma
 Each quick figure's data are checked against :mod:`analysis` where they are most likely to be
 wrong: the grid cells on both sides of every change of regime, the map rows on both sides of
 :math:`\alpha_c` and :math:`\alpha_{direct}`, and the map colours on both sides of every switch
-time of :func:`analysis.regime_path`. Independent sources: the sympy thresholds of
-:func:`analysis.l2sam_thresholds` at :math:`L=2` (:math:`\alpha_{direct}` exact, the collapse and
-escape bounds sufficient) and the scale invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,
-\lambda\rho)` of the rescaled flow (science.md §5).
+time of :func:`analysis.regime_path`. Independent sources: the closed-form thresholds at
+:math:`L=2` (:math:`\alpha_{direct}` exact, the collapse and escape bounds sufficient; written
+out below, not read from :func:`analysis.l2sam_thresholds`), the boundary :math:`\alpha_c` and
+the j† sequences of the reduced flow in w integrated with scipy (tests/helpers.py), and the scale
+invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the rescaled flow
+(science.md §5).
 """
 
 import numpy as np
@@ -15,7 +17,7 @@ import pytest
 import analysis
 import flows
 from figures import _maps
-from tests.helpers import quick_data
+from tests.helpers import quick_data, reduced_l2sam_alpha_c, reduced_l2sam_switches
 
 MU = np.arange(1.0, 6.0)
 NAMES = ("regime_map", "minor_first", "depth")
@@ -24,7 +26,10 @@ COLLAPSE, SEQUENTIAL, DIRECT, UNDETERMINED = (
     analysis.REGIMES.index(name) for name in ("collapse", "sequential", "direct", "undetermined")
 )
 MAJOR = int(np.argmax(MU))
-SHRINK, GROW, K_DIRECT = analysis.l2sam_thresholds(MU, 1.0)  # k = α/ρ of the L = 2 thresholds
+# k = α/ρ of the L = 2 thresholds: ρμ_min/(√2‖μ‖) (all shrink), ρμ_max/(√2‖μ‖) (all grow),
+# ρ(μ_(d) + μ_(d−1))/(√2‖μ‖) (sequential | direct, exact); ‖μ‖ = √55
+SHRINK, GROW, K_DIRECT = np.array([1.0, 5.0, 9.0]) / (np.sqrt(2.0) * np.sqrt(55.0))
+K_C = reduced_l2sam_alpha_c()  # α_c/ρ at L = 2, by bisection on the reduced flow
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +44,16 @@ def _path(alpha, depth, rho=1.0):
     return analysis.regime_path(
         flows.L2SAM(rho), MU, float(alpha), depth, collapse_tol=_maps.COLLAPSE_TOL
     )
+
+
+def _assert_path_is_the_reduced_flows(alpha, depth, described):
+    """analysis.regime_path at ``alpha`` visits what the reduced flow in w visits (scipy, to
+    rtol 1e-12), at the same times, and that is the sequence the test ``described``."""
+    seq, times = reduced_l2sam_switches(MU, float(alpha), 1.0, depth)
+    path = _path(alpha, depth)
+    assert seq == described and path.sequence == seq, (alpha, depth, seq, path.sequence)
+    np.testing.assert_allclose(path.times, times, rtol=1e-7)
+    return path
 
 
 def _around(grid, value):
@@ -75,7 +90,8 @@ def test_regime_map_boundaries_follow_the_closed_forms_and_the_cells(quick):
             assert k[column == COLLAPSE].max() < k_c < k[column != COLLAPSE].min()
         assert k[column != DIRECT].max() < k_direct < k[column == DIRECT].min()
     k_c, k_direct = data["k_c"][0], data["k_direct"][0]  # L = 2
-    assert SHRINK < k_c < GROW  # α_c lies strictly between the sympy sufficient bounds
+    assert SHRINK < k_c < GROW  # α_c lies strictly between the sufficient bounds
+    assert k_c == pytest.approx(K_C, rel=_maps.K_RTOL[1])  # the search's rtol (quick run)
     assert k_direct == pytest.approx(K_DIRECT, rel=rtol)  # the exact sequential/direct ray
     assert np.allclose(data["bounds"], [SHRINK, GROW, K_DIRECT], rtol=1e-12)
 
@@ -152,13 +168,14 @@ def test_minor_first_dots_are_every_switch_and_the_map_follows_them(quick):
     # the row just above α_c: j† leaves 2 for 1 and comes back (not monotone), then climbs to 5
     row = int(np.argmin(np.abs(data["alpha"] - 0.36)))
     assert row in data["mark_rows"]
-    assert _path(data["alpha"][row], 2).sequence == [1, 0, 1, 2, 3, 4]
+    _assert_path_is_the_reduced_flows(data["alpha"][row], 2, [1, 0, 1, 2, 3, 4])
 
 
 def test_minor_first_rows_on_both_sides_of_alpha_c_and_alpha_direct(quick):
     data = quick["minor_first"]
     alpha, jdag = data["alpha"], data["jdag"]
     assert SHRINK < float(data["k_c"]) < GROW
+    assert float(data["k_c"]) == pytest.approx(K_C, rel=_maps.K_RTOL[1])
     assert float(data["k_direct"]) == pytest.approx(K_DIRECT, rel=_maps.K_RTOL[1])
     row = {a: i for i, a in enumerate(alpha)}
     below_c, above_c = _around(alpha, float(data["k_c"]))
@@ -204,7 +221,7 @@ def test_depth_dots_are_every_switch_and_the_maps_follow_them(quick):
     i = int(np.flatnonzero(data["depths"] == 3)[0])
     row = int(np.argmin(np.abs(data["alpha"] - 0.1)))
     assert row in data["mark_rows"][i]
-    assert _path(data["alpha"][row], 3).sequence == [MAJOR, 2, MAJOR]
+    _assert_path_is_the_reduced_flows(data["alpha"][row], 3, [MAJOR, 2, MAJOR])
 
 
 def test_switches_after_a_run_stopped_are_drawn_past_its_end_in_order():
@@ -212,8 +229,7 @@ def test_switches_after_a_run_stopped_are_drawn_past_its_end_in_order():
     row whose run stopped between the two switches (a clock equal to τ, for the test), the first
     is drawn at its time and the second past the row's end."""
     alpha = 0.23
-    path = _path(alpha, 4)
-    assert path.sequence == [0, 3, MAJOR] and np.all(np.isfinite(path.times))
+    path = _assert_path_is_the_reduced_flows(alpha, 4, [0, 3, MAJOR])
     t_end = float(np.mean(path.times))  # the run stopped between the two switches
     grid = _maps.tau_grid(4, 60)
     row_tau = np.where(grid <= t_end, grid, np.nan)

@@ -5,17 +5,9 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import argmax_changes, reduced_l2sam
+from tests.helpers import reduced_l2sam_switches
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-
-
-def _reference(alpha, depth):
-    # L = 2 grows exponentially: follow it far enough for the last, GD-like switches.
-    w_max = 1e100 if depth == 2 else 1e3
-    sol = reduced_l2sam(MU, alpha, 1.0, depth, 1e8, w_max=w_max)
-    assert sol.status == 1 and sol.t_events[0].size == 1, sol.message  # it escaped
-    return argmax_changes(sol)
 
 
 def test_phase_diagram_paths_match_the_reduced_flow_over_alpha_and_depth(tmp_path):
@@ -32,7 +24,7 @@ def test_phase_diagram_paths_match_the_reduced_flow_over_alpha_and_depth(tmp_pat
     )
     for depth in (2, 3):
         for alpha in alphas:
-            seq, times = _reference(alpha, depth)
+            seq, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
             point = ds.sel(depth=depth, alpha=alpha)
             assert int(point["first"]) == seq[0] and int(point["last"]) == seq[-1] == 4
             assert int(point["n_switches"]) == len(seq) - 1
