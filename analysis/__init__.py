@@ -15,6 +15,7 @@ from ._clock import Clock as Clock
 from ._clock import clock_grid as clock_grid
 from ._clock import norm_clock as norm_clock
 from ._dominant import Switches as Switches
+from ._dominant import dominant_at as dominant_at
 from ._dominant import dominant_index as dominant_index
 from ._dominant import fastest_growing_index as fastest_growing_index
 from ._dominant import log_abs_beta as log_abs_beta

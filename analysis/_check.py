@@ -24,7 +24,7 @@ import flows
 from ._boundary import critical_alpha, direct_alpha
 from ._bounds import l2sam_thresholds
 from ._certify import limit_leader
-from ._dominant import log_abs_beta
+from ._dominant import dominant_at
 from ._margin import convergence_rate, direction_cosine, limit_direction, max_margin
 from ._plateau import loss_plateau
 from ._regime import regime_path
@@ -449,7 +449,7 @@ def check_c4(quick=False):
         )
         pl = loss_plateau(traj, band=1e-3)
         k = int(np.searchsorted(traj.ts, pl.end)) - 1
-        j = int(np.argmax(log_abs_beta(traj.thetas[k])))
+        j = int(dominant_at(traj.thetas[k]))
         predicted = float(np.log1p(np.exp(-mu[j] * rho**2 / 2)))
         text = (
             f"plateau tau in [{pl.start:.3g}, {pl.end:.3g}], height {pl.height:.8f} at j†={j + 1} "
@@ -502,7 +502,7 @@ def _blowup_row(method, name, mu, alpha, depth, shift):
             )
         )
         err = abs(float(traj.t_end) / predicted - 1)
-        lead = int(np.argmax(log_abs_beta(traj.theta_end)))
+        lead = int(dominant_at(traj.theta_end))
         text = (
             f"status {traj.status_name}, tau_end = {float(traj.t_end):.10g} (rel. err {_fmt(err)})"
         )

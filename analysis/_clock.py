@@ -33,6 +33,15 @@ class Clock(NamedTuple):
     s: jax.Array  # (n,) the norm clock at tau, increasing, s[0] = 0
     thetas: jax.Array  # (n, L, d) θ(tau) from the dense output
 
+    def tau_at(self, s):
+        """τ at the clock values ``s``: linear interpolation of the increasing pairs (s, τ),
+        traceable; held at the ends outside ``[0, s[-1]]``."""
+        return jnp.interp(s, self.s, self.tau)
+
+    def s_at(self, tau):
+        """The clock at the times ``tau``: the inverse of :meth:`tau_at` on the same pairs."""
+        return jnp.interp(tau, self.tau, self.s)
+
 
 def _log_norm(theta):
     """log ‖θ‖ (all layers), without squaring: no under- or overflow (as flows' norms)."""

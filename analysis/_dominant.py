@@ -135,6 +135,23 @@ def log_abs_beta(theta):
     return jnp.sum(jnp.log(jnp.abs(theta)), axis=-2)
 
 
+def dominant_at(theta):
+    r""":math:`j^\dagger(\theta)=\arg\max_j\lvert\beta_j(\theta)\rvert` of ``theta`` (..., L, d),
+    traceable: the lowest index on an exact tie.
+
+    Compared as :func:`log_abs_beta`, so the order holds where :math:`\beta_j` would under- or
+    overflow. On a trajectory, :func:`dominant_index` and :func:`switch_times` refine the ties
+    (a uniform start) by the right limit.
+
+    >>> import analysis, numpy as np
+    >>> # β = (1e-200·1e-200, 1e-150·1e-240, 1e-300·1e-80): all underflow; log|β| = -400, -390, -380
+    >>> theta = np.array([[1e-200, 1e-150, 1e-300], [1e-200, 1e-240, 1e-80]])
+    >>> int(analysis.dominant_at(theta)), int(analysis.dominant_at(np.ones((2, 3))))
+    (2, 0)
+    """
+    return jnp.argmax(log_abs_beta(theta), axis=-1)
+
+
 def initial_index(theta0, rates0):
     r""":math:`j^\dagger(0)` by the tie rule (module docstring), traceable.
 

@@ -24,7 +24,7 @@ from ._certify import (
     perturbation_bound,
     trapped,
 )
-from ._dominant import initial_index, log_abs_beta
+from ._dominant import dominant_at, initial_index, log_abs_beta
 from ._problem import log_growth_rates
 from ._regime import (
     COLLAPSE,
@@ -241,7 +241,7 @@ def _track(traj, c, intact, target, max_switches, n_grid):
     interp = traj.interpolation
     ts = jnp.linspace(0.0, 1.0, n_grid) * traj.t_end
     thetas = jax.vmap(interp.evaluate)(ts)
-    js = jnp.argmax(log_abs_beta(thetas), axis=-1).at[0].set(c["last"])
+    js = dominant_at(thetas).at[0].set(c["last"])
     a, b = js[:-1], js[1:]
     change = a != b
     broken = jax.vmap(lambda th: ~intact(th))(thetas[1:]) & change

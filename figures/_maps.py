@@ -172,8 +172,8 @@ def path_point(alpha, s, depth=2, n_tau=300):
     clock = analysis.norm_clock(traj)
     grid = jnp.asarray(tau_grid(depth, n_tau))
     reached = grid <= clock.s[-1]
-    tau = jnp.interp(grid, clock.s, clock.tau)
-    j = jnp.argmax(analysis.log_abs_beta(jax.vmap(traj.evaluate)(tau)), axis=-1)
+    tau = clock.tau_at(grid)
+    j = analysis.dominant_at(jax.vmap(traj.evaluate)(tau))
     stopped = jnp.where(traj.status == flows.Status.COLLAPSED, -2, -1)
     return {
         "status": traj.status.astype(jnp.int8),
@@ -403,7 +403,8 @@ def _switch_marks(alphas, targets, depth, row_tau, row_end, grid):
         n = len(p.times)
         times[m, :n] = p.times
         late[m, :n] = ~(p.times <= t_end)
-        inside = np.interp(p.times, np.r_[row_tau[i][ok], t_end], np.r_[grid[ok], s_end])
+        row_clock = analysis.Clock(np.r_[row_tau[i][ok], t_end], np.r_[grid[ok], s_end], None)
+        inside = np.asarray(row_clock.s_at(p.times))
         # after the end, in their order: they happen at some s > s_end that was not computed
         clock[m, :n] = np.where(late[m, :n], s_end * LATE_STEP ** np.cumsum(late[m, :n]), inside)
         after[m, :n] = p.sequence[1:]

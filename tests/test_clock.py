@@ -52,6 +52,24 @@ def test_gd_depth_three_closed_form_and_second_order_convergence():
     assert errors[1] / errors[2] == pytest.approx(4.0, rel=0.1)
 
 
+def test_tau_at_and_s_at_invert_the_closed_form_clock():
+    """GD, L = 3, d = 1 as above: τ(s) = (1 − e^{−αμs})/(αμ). ``tau_at`` and ``s_at`` read the
+    clock's pairs back both ways, to the trapezoid rule's accuracy at the default n (3e-4 of the
+    clock's span, the bound above) and exactly at the grid's own points."""
+    alpha, mu = 0.4, 2.0
+    traj = _solve(flows.GD(), [mu], alpha, 3, t1=2.0, escape_tol=1e6, rtol=1e-12)
+    clock = analysis.norm_clock(traj)
+    s_end = float(clock.s[-1])
+    s = np.linspace(0.0, 0.9 * s_end, 200)
+    tau_exact = -np.expm1(-alpha * mu * s) / (alpha * mu)
+    # dτ/ds = e^{−αμs} ≤ 1: an error δ in s moves τ by at most δ
+    np.testing.assert_allclose(clock.tau_at(s), tau_exact, rtol=0, atol=3e-4 * s_end)
+    s_exact = -np.log1p(-alpha * mu * tau_exact) / (alpha * mu)
+    np.testing.assert_allclose(clock.s_at(tau_exact), s_exact, rtol=0, atol=3e-4 * s_end)
+    np.testing.assert_array_equal(clock.tau_at(clock.s), clock.tau)
+    np.testing.assert_array_equal(clock.s_at(clock.tau), clock.s)
+
+
 ESCAPE, COLLAPSE = 10.0, 1e-3  # the run's escape_tol and collapse_tol: ‖θ‖/‖θ₀‖ thresholds
 
 

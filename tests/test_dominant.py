@@ -26,6 +26,29 @@ def test_dominant_index_matches_closed_form_gd():
     assert analysis.dominant_index(traj).tolist() == expected.tolist()
 
 
+def test_dominant_at_is_the_closed_form_argmax_at_every_saved_state():
+    # The same GD run, state by state: dominant_at(θ(τ_k)) = argmax_j (2 log α_j + 2 μ_j τ_k),
+    # batched over the saved states and under jit and vmap.
+    mu, alpha = np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.5, 0.2])
+    ts = grid(1.5)
+    traj = gd_rescaled(mu, alpha, 2, 1.5)
+    expected = np.argmax(2 * np.log(alpha) + 2 * mu * ts[:, None], axis=1)
+    assert len(set(expected.tolist())) == 3  # every index leads somewhere on the grid
+    assert np.asarray(analysis.dominant_at(traj.thetas)).tolist() == expected.tolist()
+    traced = jax.jit(jax.vmap(analysis.dominant_at))(traj.thetas)
+    assert np.asarray(traced).tolist() == expected.tolist()
+
+
+def test_dominant_at_orders_products_that_underflow_and_breaks_ties_low():
+    # L = 4, every β_j = ∏_l w_j^(l) underflows to 0 (argmax |β| would say 0); by hand,
+    # log10|β| = (-420, -410, -430): index 1.
+    theta = np.array([[1e-100, 1e-110, 1e-200]] * 2 + [[1e-110, 1e-95, 1e-15]] * 2)
+    assert np.all(np.prod(theta, axis=0) == 0.0)
+    assert int(analysis.dominant_at(theta)) == 1
+    # |β| = (2, 2, 1) with a sign: an exact tie goes to the lowest index
+    assert int(analysis.dominant_at(np.array([[1.0, -2.0, 1.0], [2.0, 1.0, 1.0]]))) == 0
+
+
 def test_dominant_index_tie_rule_and_unreached():
     # Uniform α: every |β_j(0)| ties; the right limit for GD is argmax μ (rates 2 μ_j).
     traj = gd_rescaled([1.0, 3.0, 2.0], [0.5, 0.5, 0.5], 2, 1.0)

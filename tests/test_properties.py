@@ -577,6 +577,7 @@ PUBLIC = [
         0,
     ),
     ("analysis.log_abs_beta", analysis.log_abs_beta, dict(theta=THETA), ["theta"], 0),
+    ("analysis.dominant_at", analysis.dominant_at, dict(theta=THETA), ["theta"], 0),
     (
         "analysis.switch_times",
         analysis.switch_times,
