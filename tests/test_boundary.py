@@ -12,7 +12,7 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import reduced_l2sam
+from tests.helpers import reduced_l2sam, reduced_l2sam_alpha_c
 
 MU = [1.0, 2.0, 3.0, 4.0, 5.0]
 SQ2 = np.sqrt(2.0)
@@ -46,10 +46,12 @@ def test_boundary_along_lesam_sigma_closed_form():
     assert abs(b.value / sigma_c - 1) <= 1e-6  # ϱ = 1e-12 moves it by ~1e-11
 
 
-def test_critical_alpha_between_sympy_bounds_and_scale_invariant():
+def test_critical_alpha_is_the_reduced_flows_and_scale_invariant():
     b = analysis.critical_alpha(flows.L2SAM(1.0), MU, full_output=True)
     n = np.linalg.norm(MU)
     assert 1 / (SQ2 * n) < b.bracket[0] < b.bracket[1] < 5 / (SQ2 * n)  # all shrink / all grow
+    # the scalar reduction's α_c (scipy, bisected to 1e-11), to the search's rtol 1e-8, twice
+    assert abs(b.alpha / reduced_l2sam_alpha_c() - 1) <= 2e-8
     scaled = analysis.critical_alpha(flows.L2SAM(2.5), MU)
     assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
 
@@ -64,6 +66,7 @@ def test_critical_alpha_of_the_scale_twins(lam):
     assert got.exists
     assert 1 / (SQ2 * n) < got.bracket[0] / lam < got.bracket[1] / lam < 5 / (SQ2 * n)
     assert abs(got.alpha / lam / ref - 1) <= 2e-8  # the search's rtol = 1e-8, twice
+    assert abs(got.alpha / lam / reduced_l2sam_alpha_c() - 1) <= 2e-8  # and the reduction's
 
 
 def test_direct_alpha_matches_hand_formula():
@@ -174,16 +177,18 @@ def test_direct_alpha_needs_two_features():
         analysis.direct_alpha(flows.L2SAM(1.0), [2.0])
 
 
-def test_per_layer_l2sam_alpha_c_between_its_sympy_bounds():
-    # Per-layer ℓ2-SAM, L = 2: the sufficient bounds of analysis.l2sam_thresholds(per_layer=True).
-    bounds = analysis.l2sam_thresholds(MU, 0.3, per_layer=True)
+def test_per_layer_l2sam_alpha_c_is_global_l2sam_at_root_two_rho():
+    # Per-layer ℓ2-SAM, L = 2, balanced: each layer's gradient is ‖g‖/√2 long, so its
+    # perturbation ρ g_l/‖g_l‖ is global ℓ2-SAM's at √2 ρ; α_c = √2 ρ k_c (the reduction's k_c),
+    # to the search's rtol 1e-6, twice. Also inside the hand bounds ρμ_min/‖μ‖, ρμ_max/‖μ‖.
     b = analysis.critical_alpha(flows.L2SAM(0.3, per_layer=True), MU, rtol=1e-6, full_output=True)
-    assert bounds.all_shrink < b.bracket[0] < b.bracket[1] < bounds.all_grow
+    assert abs(b.alpha / (SQ2 * 0.3 * reduced_l2sam_alpha_c()) - 1) <= 2e-6
+    n = np.linalg.norm(MU)
+    assert 0.3 * 1 / n < b.bracket[0] < b.bracket[1] < 0.3 * 5 / n
 
 
 def test_capped_lesam_is_l2sam_at_rho_max():
     # LE-SAM with σ/ρ_max far above ‖g‖ near the boundary keeps the cap: ρ_t = ρ_max, i.e. it is
     # ℓ2-SAM(ρ_max) exactly; by scale invariance its α_c is ρ_max times ℓ2-SAM's α_c at ρ = 1.
     lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, rtol=1e-8)
-    l2 = analysis.critical_alpha(flows.L2SAM(1.0), MU, rtol=1e-8)
-    assert abs(lesam / (0.2 * l2) - 1) <= 3e-8
+    assert abs(lesam / (0.2 * reduced_l2sam_alpha_c()) - 1) <= 3e-8  # the reduction's k_c
