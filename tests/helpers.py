@@ -4,6 +4,7 @@ Adding a method means adding one line to ``all_methods``.
 """
 
 import functools
+import types
 
 import jax.numpy as jnp
 import numpy as np
@@ -69,21 +70,25 @@ def numpy_perturbation(method, g, t=0.0):
     raise NotImplementedError(type(method))
 
 
-def reduced_l2sam(mu, alpha, rho, depth, t_max, *, w_max=1e3, w_min=None):
-    r"""An independent reference: the balanced single-example ℓ2-SAM rescaled flow in w alone.
-
-    science.md §5: dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2}),
-    solved with scipy's Radau (rtol 1e-12) until τ = t_max, max w = w_max (escape) or
-    max w = w_min (collapse). Returns the OdeSolution-bearing result (dense output).
-    """
-    import scipy.integrate
-
+def reduced_l2sam_field(mu, rho, depth):
+    r"""f(τ, w) of the balanced single-example ℓ2-SAM rescaled flow in w alone (science.md §5):
+    dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2})."""
     mu = np.asarray(mu, dtype=float)
 
     def f(t, w):
         n = np.sqrt(depth * np.sum(mu**2 * w ** (2 * depth - 2)))
         return mu * (w - rho * mu * w ** (depth - 1) / n) ** (depth - 1)
 
+    return f
+
+
+def reduced_l2sam(mu, alpha, rho, depth, t_max, *, w_max=1e3, w_min=None):
+    r"""An independent reference: :func:`reduced_l2sam_field` solved with scipy's Radau
+    (rtol 1e-12) until τ = t_max, max w = w_max (escape) or max w = w_min (collapse).
+    Returns the OdeSolution-bearing result (dense output).
+    """
+    mu = np.asarray(mu, dtype=float)
+    f = reduced_l2sam_field(mu, rho, depth)
     events = []
     up = lambda t, w: np.max(w) - w_max  # noqa: E731
     up.terminal = True
@@ -127,16 +132,32 @@ def argmax_changes(sol, per_step=16):
 
 
 def reduced_l2sam_switches(mu, alpha, rho, depth):
-    """(sequence, switch times) of j† on the reduced ℓ2-SAM flow (:func:`reduced_l2sam`) from
-    the uniform start ``alpha`` until it escapes, by :func:`argmax_changes`.
+    """(sequence, switch times τ) of j† on the reduced ℓ2-SAM flow (:func:`reduced_l2sam_field`)
+    from the uniform start ``alpha`` until it escapes, by :func:`argmax_changes`.
 
-    L = 2 grows exponentially: it is followed to w = 1e100 for the last, GD-like switches;
-    L >= 3 blows up in finite τ and is followed to w = 1e3.
+    Integrated on the clock ds = ‖w‖^{L−2} dτ (science.md §5), τ carried along: it turns the
+    finite-τ blow-up at L >= 3 into growth without a pole, so scipy reaches w = 1e6 at every
+    depth (in τ directly, Radau stops short at L = 6 and 8: "step size less than spacing
+    between numbers"). L = 2 (s = τ) grows exponentially and is followed to w = 1e100, for the
+    last, GD-like switches.
     """
-    w_max = 1e100 if depth == 2 else 1e3
-    sol = reduced_l2sam(mu, alpha, rho, depth, 1e8, w_max=w_max)
+    mu = np.asarray(mu, dtype=float)
+    field, w_max = reduced_l2sam_field(mu, rho, depth), 1e100 if depth == 2 else 1e6
+
+    def f(s, y):
+        return np.append(field(s, y[:-1]), 1.0) / np.linalg.norm(y[:-1]) ** (depth - 2)
+
+    up = lambda s, y: np.max(y[:-1]) - w_max  # noqa: E731
+    up.terminal = True
+    y0 = np.append(np.full(mu.size, float(alpha)), 0.0)
+    sol = scipy.integrate.solve_ivp(
+        f, (0.0, 1e8), y0, method="Radau", rtol=1e-12, atol=1e-14 * alpha, dense_output=True,
+        events=up,
+    )  # fmt: skip
     assert sol.status == 1 and sol.t_events[0].size == 1, sol.message  # it escaped
-    return argmax_changes(sol)
+    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
+    seq, s_times = argmax_changes(w_part)
+    return seq, np.array([sol.sol(x)[-1] for x in s_times])
 
 
 def l2sam_limit(mu, alpha, rho, depth):

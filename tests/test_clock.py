@@ -13,6 +13,7 @@ import scipy.integrate
 import analysis
 import flows
 from flows._validate import WrongTypeError
+from tests.helpers import reduced_l2sam_field
 
 
 def _solve(method, mu, alpha, depth, **kw):
@@ -81,10 +82,6 @@ def _reduced_to_norm_event(mu, alpha, rho, depth, t_max):
     w0 = np.full(mu.size, alpha)
     n0 = np.linalg.norm(w0)
 
-    def f(t, w):
-        n = np.sqrt(depth * np.sum(mu**2 * w ** (2 * depth - 2)))
-        return mu * (w - rho * mu * w ** (depth - 1) / n) ** (depth - 1)
-
     def up(t, w):
         return np.linalg.norm(w) / n0 - ESCAPE
 
@@ -93,7 +90,7 @@ def _reduced_to_norm_event(mu, alpha, rho, depth, t_max):
 
     up.terminal = down.terminal = True
     return scipy.integrate.solve_ivp(
-        f,
+        reduced_l2sam_field(mu, rho, depth),
         (0.0, t_max),
         w0,
         method="Radau",

@@ -4,15 +4,12 @@ Expected values come from independent integrations (scipy on the reduced balance
 science.md §5, in tests/helpers.py), closed forms and the q-order theorem, never from the code.
 """
 
-import types
-
 import numpy as np
 import pytest
-import scipy.integrate
 
 import analysis
 import flows
-from tests.helpers import all_methods, argmax_changes, reduced_l2sam
+from tests.helpers import all_methods, argmax_changes, reduced_l2sam, reduced_l2sam_switches
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 SQ2 = np.sqrt(2.0)
@@ -21,7 +18,6 @@ SQ2 = np.sqrt(2.0)
 def test_l2_sequence_keeps_the_return_to_an_earlier_index():
     # The issue's case: ℓ2-SAM, L = 2, α = 0.36. Independent: the scalar reduction of
     # science.md §5, log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2.
-    import scipy.integrate
     import scipy.optimize
 
     alpha, c = 0.36, 1 / SQ2
@@ -56,38 +52,12 @@ def test_depth3_ends_on_the_major_coordinate():
     np.testing.assert_allclose(r.times, times, rtol=1e-6)
 
 
-def _reduced_on_the_norm_clock(alpha, depth, w_max=1e6):
-    """j† changes (sequence, τ) of the reduced ℓ2-SAM flow (tests.helpers.reduced_l2sam's field)
-    integrated on the clock ds = ‖w‖^{L−2} dτ (science.md §5), which turns the finite-τ blow-up
-    into growth without a pole, so scipy reaches w_max at every depth (in τ directly, Radau stops
-    short of it at L = 6 and 8: "step size less than spacing between numbers"). τ rides along."""
-    mu, rho = np.asarray(MU), 1.0
-
-    def f(s, y):
-        w = y[:-1]
-        n = np.sqrt(depth * np.sum(mu**2 * w ** (2 * depth - 2)))
-        scale = np.linalg.norm(w) ** (depth - 2)
-        return np.append(mu * (w - rho * mu * w ** (depth - 1) / n) ** (depth - 1), 1.0) / scale
-
-    up = lambda s, y: np.max(y[:-1]) - w_max  # noqa: E731
-    up.terminal = True
-    y0 = np.append(np.full(mu.size, alpha), 0.0)
-    sol = scipy.integrate.solve_ivp(
-        f, (0.0, 1e6), y0, method="Radau", rtol=1e-12, atol=1e-14, dense_output=True, events=up
-    )
-    assert sol.status == 1 and sol.t_events[0].size == 1, sol.message  # it escaped
-
-    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
-    seq, s_times = argmax_changes(w_part)
-    return seq, np.array([sol.sol(x)[-1] for x in s_times])
-
-
 @pytest.mark.parametrize("depth", [3, 4, 5, 6, 8])
 def test_l2sam_paths_match_the_reduced_flow_at_every_depth(depth):
     # Above α_c at every depth (α = 0.5ρ escapes): the sequence of j† changes must be
     # the reduced flow's, and by the q-order theorem it ends on argmax μ.
     alpha = 0.5
-    expected, times = _reduced_on_the_norm_clock(alpha, depth)
+    expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
     r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
     assert r.sequence == expected
     assert r.sequence[-1] == 4 and r.regime in ("sequential", "direct")
