@@ -360,24 +360,26 @@ def check_c3(quick=False):
 # --- C4: ℓ2-SAM, L = 2, regimes in alpha ---------------------------------------------
 
 
-def _reduced_sequence(mu, alpha, rho, t_max):
-    r"""Reference j† path of ℓ2-SAM, L = 2, from the scalar reduction of science.md §5.
-
-    :math:`\log w_j=\log\alpha+\mu_j\tau-c\mu_j^2T(\tau)`,
-    :math:`dT/d\tau=1/\lVert\mu\odot w\rVert`, :math:`c=\rho/\sqrt2`: one scalar ODE,
-    integrated here by scipy (an independent check of the full flow; nothing in analysis uses
-    it), changes of argmax located by brentq.
-    """
+def _reduction(mu, alpha, rho):
+    r"""The scalar reduction of ℓ2-SAM, L = 2, uniform start α (science.md §5):
+    :math:`\log w_j=\log\alpha+g_j`, :math:`g_j=\mu_j\tau-c\mu_j^2T(\tau)`,
+    :math:`dT/d\tau=1/\lVert\mu\odot w\rVert`, :math:`c=\rho/\sqrt2`. Returns the right-hand
+    side ``f(τ, [T])`` and ``growth(τ, T)`` = g (an independent check of the full flow; nothing
+    in analysis uses it)."""
     c = rho / np.sqrt(2.0)
+    growth = lambda t, T: mu * t - c * mu**2 * T  # noqa: E731
+    return (lambda t, y: [1 / np.linalg.norm(mu * alpha * np.exp(growth(t, y[0])))]), growth
 
-    def f(t, y):
-        return [1 / np.linalg.norm(mu * alpha * np.exp(mu * t - c * mu**2 * y[0]))]
 
+def _reduced_sequence(mu, alpha, rho, t_max):
+    """Reference j† path of ℓ2-SAM, L = 2: :func:`_reduction` integrated by scipy, changes of
+    argmax located by brentq."""
+    f, growth = _reduction(mu, alpha, rho)
     with np.errstate(over="ignore"):  # |mu w| = inf late in an escape: dT/dtau = 0, exact enough
         sol = scipy.integrate.solve_ivp(
             f, (0, t_max), [0.0], rtol=1e-12, atol=1e-14, dense_output=True
         )
-    logw = lambda t: mu * t - c * mu**2 * sol.sol(t)[0]  # noqa: E731
+    logw = lambda t: growth(t, sol.sol(t)[0])  # noqa: E731
     ts = np.linspace(0, t_max, 20_001)[1:]
     js = np.argmax(np.array([logw(t) for t in ts]), axis=1)
     seq, times = [int(js[0])], []
@@ -390,18 +392,16 @@ def _reduced_sequence(mu, alpha, rho, t_max):
 
 
 def _reduced_alpha_c(mu, rho, lo, hi, rtol=1e-11):
-    r"""α_c of ℓ2-SAM, L = 2, on the scalar reduction of :func:`_reduced_sequence`, by bisection
-    in [lo, hi]: a start escapes when :math:`\lVert\mu\odot w\rVert` grows by :math:`e^{20}`,
-    collapses when it falls by :math:`e^{20}` (scipy, rtol 1e-13)."""
-    c = rho / np.sqrt(2.0)
+    r"""α_c of ℓ2-SAM, L = 2, on :func:`_reduction`, by bisection in [lo, hi]: a start escapes
+    when :math:`\lVert\mu\odot w\rVert` grows by :math:`e^{20}`, collapses when it falls by
+    :math:`e^{20}` (scipy, rtol 1e-13)."""
+    start = np.log(np.linalg.norm(mu))
 
     def escapes(alpha):
-        log_w = lambda t, y: np.log(alpha) + mu * t - c * mu**2 * y[0]  # noqa: E731
-        f = lambda t, y: [1 / np.linalg.norm(mu * np.exp(log_w(t, y)))]  # noqa: E731
-        change = lambda t, y: np.log(np.linalg.norm(mu * np.exp(log_w(t, y)) / alpha))  # noqa: E731
-        start = np.log(np.linalg.norm(mu))
-        up = lambda t, y: change(t, y) - start - 20  # noqa: E731
-        down = lambda t, y: change(t, y) - start + 20  # noqa: E731
+        f, growth = _reduction(mu, alpha, rho)
+        change = lambda t, y: np.log(np.linalg.norm(mu * np.exp(growth(t, y[0])))) - start  # noqa: E731
+        up = lambda t, y: change(t, y) - 20  # noqa: E731
+        down = lambda t, y: change(t, y) + 20  # noqa: E731
         up.terminal = down.terminal = True
         sol = scipy.integrate.solve_ivp(
             f, (0, 1e4), [0.0], rtol=1e-13, atol=1e-15, events=[up, down]
