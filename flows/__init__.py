@@ -4,6 +4,7 @@ from . import _config as _config  # enables float64 before anything else is trac
 from ._dynamics import rescaled_velocity as rescaled_velocity
 from ._dynamics import velocity as velocity
 from ._iterate import iterate as iterate
+from ._many import solve_many as solve_many
 from ._methods import GD as GD
 from ._methods import L2SAM as L2SAM
 from ._methods import LESAM as LESAM

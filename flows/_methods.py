@@ -20,6 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from . import _rules
 from ._validate import WrongTypeError, check_scalar, check_type
 
 
@@ -63,11 +64,24 @@ class AbstractMethod(eqx.Module):
     """
 
     scale_free: ClassVar[bool] = True
+    #: The rule of :mod:`flows._rules` this method applies (None: not one of them).
+    rule: ClassVar[int | None] = None
 
     @property
     def time_dependent(self) -> bool:
         """True when the rule reads the time ``t`` (then the rescaled flow carries t)."""
         return False
+
+    def rule_params(self) -> dict:
+        """The rule's parameters by name (:data:`flows._rules.PARAMS`; absent ones are 0)."""
+        return {}
+
+    def _epsilon(self, grad, unit, norm, grad_scale, t=0.0):
+        """:func:`flows._rules.epsilon` of this method's rule, in JAX."""
+        p = {k: 0.0 for k in _rules.PARAMS} | self.rule_params()
+        if "sigma" in p and callable(p["sigma"]):
+            p["sigma"] = p["sigma"](t)
+        return _rules.jax_epsilon(self.rule, grad, unit, norm, grad_scale, *p.values())
 
     @abc.abstractmethod
     def perturbation(self, theta, grad, t, grad_scale=1.0):
@@ -82,9 +96,11 @@ class GD(AbstractMethod):
     GD()
     """
 
+    rule: ClassVar[int] = _rules.GD
+
     def perturbation(self, theta, grad, t, grad_scale=1.0):
-        del grad, t, grad_scale
-        return jnp.zeros_like(theta)
+        del theta
+        return self._epsilon(grad, grad, 1.0, grad_scale, t)
 
 
 class L2SAM(AbstractMethod):
@@ -113,10 +129,15 @@ class L2SAM(AbstractMethod):
             raise WrongTypeError(f"`per_layer` must be True or False; got {per_layer!r}.")
         self.per_layer = per_layer
 
+    rule: ClassVar[int] = _rules.L2
+
+    def rule_params(self) -> dict:
+        return {"rho": self.rho}
+
     def perturbation(self, theta, grad, t, grad_scale=1.0):
-        del theta, t, grad_scale
-        unit, _ = _unit(grad, axis=-1 if self.per_layer else None)
-        return self.rho * unit
+        del theta
+        unit, norm = _unit(grad, axis=-1 if self.per_layer else None)
+        return self._epsilon(grad, unit, norm, grad_scale, t)
 
 
 class LinfSAM(AbstractMethod):
@@ -162,9 +183,19 @@ class LinfSAM(AbstractMethod):
         r""":math:`\varepsilon=\rho\,u` for a control :math:`u\in[-1,1]^{L\times d}`."""
         return self.rho * u
 
+    @property
+    def rule(self) -> int | None:
+        """:data:`flows._rules.LINF_SMOOTH` with ``delta``; None for the exact sign."""
+        return None if self.delta is None else _rules.LINF_SMOOTH
+
+    def rule_params(self) -> dict:
+        return {"rho": self.rho, "delta": self.delta}
+
     def perturbation(self, theta, grad, t, grad_scale=1.0):
-        del theta, t, grad_scale  # the sign (or tanh(g/δ)) of `grad` only
-        return self.perturbation_from_control(self.control(grad))
+        del theta  # the sign (or tanh(g/δ)) of `grad` only
+        if self.delta is None:
+            return self.perturbation_from_control(self.control(grad))
+        return self._epsilon(grad, grad, 1.0, grad_scale, t)
 
 
 class LESAM(AbstractMethod):
@@ -217,8 +248,12 @@ class LESAM(AbstractMethod):
         """The loss budget σ(t)."""
         return self.sigma(t) if callable(self.sigma) else self.sigma
 
+    rule: ClassVar[int] = _rules.LE
+
+    def rule_params(self) -> dict:
+        return {"sigma": self.sigma, "rho_max": self.rho_max, "eps": self.eps}
+
     def perturbation(self, theta, grad, t, grad_scale=1.0):
         del theta
         unit, norm = _unit(grad)
-        rho_t = jnp.minimum(self.sigma_at(t) / (grad_scale * norm + self.eps), self.rho_max)
-        return rho_t * unit
+        return self._epsilon(grad, unit, norm, grad_scale, t)

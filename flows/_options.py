@@ -31,7 +31,9 @@ DIFFRAX_SOLVERS = {
     "kvaerno5": diffrax.Kvaerno5,
 }
 SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
-BACKENDS = ("diffrax", "scipy")
+BACKENDS = ("diffrax", "scipy", "numba")
+# the numba engine's solvers (flows._engine.SOLVERS)
+NUMBA_SOLVERS = ("tsit5", "dopri5")
 # atol="auto" is this times max|θ₀| (this itself where θ₀ = 0).
 AUTO_ATOL = 1e-10
 # diffrax rejects a step whose error estimate is not finite and shrinks it by
@@ -97,6 +99,13 @@ def _check_solver(solver, backend):
                 f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
             )
         return solver
+    if backend == "numba":
+        solver = "tsit5" if solver is None else solver
+        if not isinstance(solver, str) or solver not in NUMBA_SOLVERS:
+            raise ValueError(
+                f"`solver` must be one of {NUMBA_SOLVERS} for backend='numba'; got {solver!r}."
+            )
+        return solver
     solver = "LSODA" if solver is None else solver
     if not isinstance(solver, str) or solver not in SCIPY_SOLVERS:
         raise ValueError(
@@ -114,10 +123,13 @@ class SolverOptions(eqx.Module):
     :func:`flows.solve`). All values are validated here, once.
 
     Arguments:
-        backend: ``"diffrax"`` (jit/vmap-able) or ``"scipy"`` (reference).
+        backend: ``"diffrax"`` (jit/vmap-able, differentiable, any device), ``"scipy"``
+            (the independent reference) or ``"numba"`` (the per-trajectory CPU engine of
+            :func:`flows.solve_many`: diffrax's algorithm, compiled per trajectory; the
+            fastest on a CPU, not traceable).
         solver: a name in ``DIFFRAX_SOLVERS`` or a ``diffrax.AbstractSolver``
-            (diffrax; default ``"tsit5"``), or a ``solve_ivp`` method name
-            (scipy; default ``"LSODA"``).
+            (diffrax; default ``"tsit5"``), a ``solve_ivp`` method name
+            (scipy; default ``"LSODA"``), or ``"tsit5"`` / ``"dopri5"`` (numba).
         rtol, atol: tolerances, in (0, 1) and (0, inf). ``atol="auto"`` (default)
             is relative to the problem's own scale, :math:`10^{-10}\max|\theta_0|`
             (:meth:`atol_for`), so that the scale twins
@@ -180,7 +192,9 @@ class SolverOptions(eqx.Module):
         real_time: bool | str = "auto",
     ):
         if not isinstance(backend, str) or backend not in BACKENDS:
-            raise ValueError(f"`backend` must be 'diffrax' or 'scipy'; got {backend!r}.")
+            raise ValueError(
+                f"`backend` must be 'diffrax', 'scipy' or 'numba'; got {backend!r}."
+            )
         self.backend = backend
         self.solver = _check_solver(solver, backend)
         self.rtol = _check_tol("rtol", rtol, 0.0, 1.0)
@@ -197,8 +211,8 @@ class SolverOptions(eqx.Module):
         self.loss_tol = _check_tol("loss_tol", loss_tol, 0.0, np.inf)
         if not isinstance(dense, bool):
             raise ValueError(f"`dense` must be True or False; got {dense!r}.")
-        if dense and backend == "scipy":
-            raise ValueError("`dense` must be False for backend='scipy' (diffrax only).")
+        if dense and backend != "diffrax":
+            raise ValueError(f"`dense` must be False for backend={backend!r} (diffrax only).")
         self.dense = dense
         auto = isinstance(real_time, str) and real_time == "auto"
         if not (isinstance(real_time, bool) or auto):

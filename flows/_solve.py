@@ -8,6 +8,7 @@ import importlib
 import warnings
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -116,10 +117,15 @@ def solve(
         ts: saving times in ``[0, t1]``; default 101 equispaced points.
         rescaled: integrate the single-example rescaled flow.
         loss: ``"logistic"`` or ``"exponential"``.
-        backend: ``"diffrax"`` (jit/vmap-able) or ``"scipy"`` (reference, not traceable).
+        backend: ``"diffrax"`` (jit/vmap-able, differentiable, GPU), ``"scipy"`` (the
+            independent reference, not traceable) or ``"numba"`` (the per-trajectory CPU
+            engine of :func:`flows.solve_many`, diffrax's steps compiled per trajectory;
+            GD, ℓ2-SAM, ``LinfSAM(rho, delta)`` and LE-SAM with a constant σ; not
+            traceable).
         solver: diffrax: a name in ``DIFFRAX_SOLVERS`` (default ``"tsit5"``) or a
             ``diffrax.AbstractSolver``; scipy: a ``solve_ivp`` method name
-            (default ``"LSODA"``; implicit methods get the autodiff Jacobian).
+            (default ``"LSODA"``; implicit methods get the autodiff Jacobian); numba:
+            ``"tsit5"`` (default) or ``"dopri5"``.
         rtol, atol: tolerances of the PID step-size controller / of ``solve_ivp``.
             ``atol="auto"`` (default) is relative to the problem's scale,
             :math:`10^{-10}\max|\theta_0|`, so that the scale twins take the same
@@ -172,8 +178,17 @@ def solve(
     )  # fmt: skip
     options = _check_options(options, given)
     _check_schedule(method, t1)
-    if options.backend == "scipy" and is_traced((method, data, theta0, ts, t1)):
-        raise ValueError("backend='scipy' cannot run under jax.jit/vmap; use backend='diffrax'.")
+    if options.backend != "diffrax" and is_traced((method, data, theta0, ts, t1)):
+        raise ValueError(
+            f"backend={options.backend!r} cannot run under jax.jit/vmap; use backend='diffrax'."
+        )
+    if options.backend == "numba":
+        from ._many import solve_many
+
+        many = solve_many(
+            method, data, theta0, t1=t1, ts=ts, rescaled=rescaled, loss=loss, options=options
+        )
+        return jax.tree.map(lambda a: a[0], many)
     driver = _backend(options.backend)
     clock = options.clock(method, rescaled)
     if options.backend == "diffrax":

@@ -1,0 +1,783 @@
+r"""The per-trajectory engine: one compiled adaptive loop per trajectory (numba).
+
+Every trajectory runs its own explicit Runge–Kutta loop, with its own step sizes,
+accepted and rejected steps, saving times and stopping event; nothing is shared
+between trajectories but the arithmetic units. A thread runs :data:`W` trajectories
+side by side in the lanes of one loop, so that each arithmetic instruction of a
+stage serves :data:`W` of them (SIMD), and a lane whose trajectory ends takes the
+next trajectory at once (no lockstep: a lane never waits for another, nor for the
+slowest trajectory of a batch). Threads share the batch in chunks: the compiled loop
+releases the GIL, and a thread pool runs one chunk per thread at a time.
+The machine code is cached on disk (numba's ``cache=True``): a fresh process loads
+it instead of compiling it.
+
+The algorithm is diffrax's, step for step, so that the two backends take the same
+steps and agree to rounding (:func:`flows.solve` with ``backend="diffrax"``):
+
+* the tableau is diffrax's Tsit5 (default) or Dopri5, with its dense interpolant
+  and first-same-as-last stage;
+* the step size controller is diffrax's PID controller (``pcoeff`` 0.4, ``icoeff``
+  1, safety 0.9, factors in [0.2, 10], error order 5) on the RMS norm of
+  :math:`e_k/(\mathrm{atol}+\mathrm{rtol}\max(|y_{0,k}|,|y_{1,k}|))`, with its first
+  step (0.01), its end-of-interval clipping (100 ulp) and the non-finite handling of
+  :class:`flows._options.FiniteController`;
+* the saved states are the interpolant of the step that covers each saving time;
+* an event is a downcrossing of 0 by the stopping condition of
+  :func:`flows._events.stop_conditions` (collapse, escape, loss, and the room before
+  :math:`\beta` overflows; −1 where θ or β is not finite) at an accepted step's end,
+  located by bisection on the step's interpolant to :math:`10^{-13}|t|+10^{-20}t_1`
+  (:class:`flows._events.Bisection`); the state there is the interpolant's, and the
+  status is the condition closest to 0 there.
+
+The vector field is written for the flat state :math:`y=(\theta_{11},\dots,\theta_{Ld}
+[,t,o])`: :math:`\nabla m` and :math:`\nabla\mathcal L` in closed form, with
+:math:`\partial\beta_j/\partial\theta_{lj}=\prod_{k\ne l}\theta_{kj}` from exclusive
+prefix and suffix products (no division), and the perturbation from
+:func:`flows._rules.epsilon`, the code the JAX field runs.
+"""
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from diffrax._solver.dopri5 import _dopri5_tableau, _Dopri5Interpolation
+from diffrax._solver.tsit5 import _tsit5_tableau
+from numba import njit
+
+from . import _rules
+from ._trajectory import Status
+
+_jit = njit(cache=True, error_model="numpy")
+_inline = njit(cache=True, error_model="numpy")
+_epsilon = _inline(_rules.numba_epsilon)
+
+#: Trajectories per thread, side by side in the lanes of one loop.
+W = 32
+#: The engine's solvers and losses, by name, and their codes.
+SOLVERS = {"tsit5": 0, "dopri5": 1}
+LOSSES = {"logistic": 0, "exponential": 1}
+
+
+def _tableau(tab):
+    a = np.zeros((7, 7))
+    for i, row in enumerate(tab.a_lower):
+        a[i + 1, : len(row)] = row
+    return a, np.asarray(tab.b_error, float)
+
+
+_A = np.stack([_tableau(_tsit5_tableau)[0], _tableau(_dopri5_tableau)[0]])
+_E = np.stack([_tableau(_tsit5_tableau)[1], _tableau(_dopri5_tableau)[1]])
+_DOPRI5_MID = np.asarray(_Dopri5Interpolation.c_mid, float)
+
+# the controller (flows._options.SolverOptions.controller: diffrax.PIDController)
+_SAFETY, _FACTORMIN, _FACTORMAX = 0.9, 0.2, 10.0
+_ERROR_ORDER = 5.0
+_COEFF1 = (1.0 + 0.4) / _ERROR_ORDER
+_COEFF2 = -0.4 / _ERROR_ORDER
+_FIRST_STEP = 0.01
+# flows._options: NONFINITE_REJECTIONS, NONFINITE_STALLS, STALL_STEP
+_REJECTIONS, _STALLS, _STALL_STEP = 60, 10, 1e-12
+# flows._events: EVENT_RTOL, EVENT_ATOL; flows._dynamics: _LOG_RATE_MAX, _LOG_MAX
+_EVENT_RTOL, _EVENT_ATOL = 1e-13, 1e-20
+_TINY = float(np.finfo(np.float64).tiny)
+_LOG_RATE_MAX = 30.0
+_LOG_MAX = math.log(float(np.finfo(np.float64).max))
+_ROOT_STEPS = 256  # optimistix's default budget of a root find
+
+_OK, _COLLAPSED, _ESCAPED = Status.OK, Status.COLLAPSED, Status.ESCAPED
+_CONVERGED, _MAXED, _NONFINITE = Status.CONVERGED, Status.MAX_STEPS, Status.NONFINITE
+_RUNNING = -1
+
+
+# --- the model (one lane: column w of a (size, W) block) ----------------------------------
+
+
+@_inline
+def _logaddexp0(a):
+    """log(1 + e^a), as jnp.logaddexp(0, a)."""
+    return max(0.0, a) + math.log1p(math.exp(-abs(a)))
+
+
+@_inline
+def _loss(loss, z):
+    return _logaddexp0(-z) if loss == 0 else math.exp(-z)
+
+
+@_inline
+def _loss_derivative(loss, z):
+    """ℓ'(z) < 0, as jax.grad of the loss."""
+    return -math.exp(-z - _logaddexp0(-z)) if loss == 0 else -math.exp(-z)
+
+
+@_inline
+def _log_speed(loss, z):
+    """log(-ℓ'(z)), finite for every finite z (flows._problem.log_speed)."""
+    return -_logaddexp0(z) if loss == 0 else -z
+
+
+@_inline
+def _margin(y, w, x, ysign, L, d):
+    """y⟨β(θ), x⟩ for lane w."""
+    s = 0.0
+    for j in range(d):
+        b = 1.0
+        for lay in range(L):
+            b *= y[lay * d + j, w]
+        s += x[j] * b
+    return ysign * s
+
+
+# --- the vector field, all lanes at once -----------------------------------------------------
+
+
+@_inline
+def _exclusive_products(y, P, L, d, acc):
+    """P[l·d + j] = ∏_{k≠l} θ_kj = ∂β_j/∂θ_lj, without division (acc: a lane vector)."""
+    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    for j in range(d):
+        for w in range(nw):
+            acc[w] = 1.0
+        for lay in range(L):
+            for w in range(nw):
+                P[lay * d + j, w] = acc[w]
+                acc[w] *= y[lay * d + j, w]
+        for w in range(nw):
+            acc[w] = 1.0
+        for lay in range(L - 1, -1, -1):
+            for w in range(nw):
+                P[lay * d + j, w] *= acc[w]
+                acc[w] *= y[lay * d + j, w]
+
+
+@_inline
+def _margin_grad(out, sign, y, cx, L, d, P, acc):
+    """out = sign·∇m(θ): c_j ∏_{k≠l}θ_kj with c = y₁x₁ (``cx``)."""
+    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    _exclusive_products(y, P, L, d, acc)
+    for lay in range(L):
+        for j in range(d):
+            c = sign * cx[j]
+            for w in range(nw):
+                out[lay * d + j, w] = c * P[lay * d + j, w]
+
+
+@_inline
+def _loss_grad(out, sign, y, X, Y, loss, L, d, P, coef, acc):
+    """out = sign·∇L(θ): (1/n)Σ_i ℓ'(m_i) y_i x_ij ∏_{k≠l}θ_kj (coef: (d, W) scratch)."""
+    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    _exclusive_products(y, P, L, d, acc)
+    n = X.shape[0]
+    for j in range(d):
+        for w in range(nw):
+            coef[j, w] = 0.0
+    for i in range(n):
+        for w in range(nw):
+            acc[w] = _loss_derivative(loss, _margin(y, w, X[i], Y[i], L, d)) / n * Y[i]
+        for j in range(d):
+            for w in range(nw):
+                coef[j, w] += acc[w] * X[i, j]
+    for lay in range(L):
+        for j in range(d):
+            for w in range(nw):
+                out[lay * d + j, w] = sign * (coef[j, w] * P[lay * d + j, w])
+
+
+@_inline
+def _scaled_norms(x, lo, hi, q, s, root):
+    """‖x[lo:hi]‖ = s·root on every lane, s = max|x| (1 where x = 0), q = x/s: the norm
+    without under- or overflow in the squares (flows._methods._unit)."""
+    nw = s.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    for w in range(nw):
+        s[w] = 0.0
+    for i in range(lo, hi):
+        for w in range(nw):
+            a = abs(x[i, w])
+            s[w] = a if (a > s[w]) | (a != a) else s[w]
+    for w in range(nw):
+        s[w] = 1.0 if s[w] == 0.0 else s[w]
+        root[w] = 0.0
+    for i in range(lo, hi):
+        for w in range(nw):
+            v = x[i, w] / s[w]
+            q[i, w] = v
+            root[w] += v * v
+    for w in range(nw):
+        root[w] = math.sqrt(root[w])
+
+
+@_inline
+def _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root):
+    """hat = θ + ε(θ, g) (flows._rules), g/‖g‖ computed as (g/s)/root (:func:`_scaled_norms`);
+    q: scratch."""
+    nw = s.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    Ld = L * d
+    groups = L if per_layer else 1
+    size = Ld // groups
+    for k in range(groups):
+        lo, hi = k * size, (k + 1) * size
+        _scaled_norms(g, lo, hi, q, s, root)
+        for i in range(lo, hi):
+            for w in range(nw):
+                div = root[w] if root[w] != 0.0 else 1.0
+                hat[i, w] = y[i, w] + _epsilon(
+                    kind, g[i, w], q[i, w] / div, s[w] * root[w], scale[w],
+                    p[0, w], p[1, w], p[2, w], p[3, w], p[4, w],
+                )  # fmt: skip
+
+
+@_jit
+def _field(y, out, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V):
+    r"""out = f(y) on every lane: :math:`-\nabla\mathcal L(\hat\theta)` (flow) or
+    :math:`\nabla m(\hat\theta)` and the clock's rate (rescaled flow),
+    :math:`\hat\theta=\theta+\varepsilon(\theta,\nabla\mathcal L(\theta))`.
+
+    ``S``: scratch (4, max(L·d, d), W); ``V``: lane scratch (4, W).
+    """
+    nw = y.shape[1]  # a run-time lane count: LLVM vectorises the lane loops
+    Ld = L * d
+    hat, g, P, q = S[0], S[1], S[2], S[3]
+    acc, scale, s, root = V[0], V[1], V[2], V[3]
+    if rescaled:
+        # the rule sees g = -∇m(θ) (the gradient's direction) and scale = -ℓ'(m(θ))
+        _margin_grad(g, -1.0, y, cx, L, d, P, acc)
+        for w in range(nw):
+            scale[w] = 1.0
+        if kind == _rules.LE:
+            for w in range(nw):
+                scale[w] = -_loss_derivative(loss, _margin(y, w, X[0], Y[0], L, d))
+        _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root)
+        _margin_grad(out, 1.0, hat, cx, L, d, P, acc)
+        if clock:
+            for w in range(nw):
+                log_rate = -_log_speed(loss, _margin(hat, w, X[0], Y[0], L, d))
+                out[Ld, w] = math.exp(min(log_rate, _LOG_RATE_MAX))
+                out[Ld + 1, w] = max(log_rate - _LOG_RATE_MAX, 0.0)
+    else:
+        _loss_grad(g, 1.0, y, X, Y, loss, L, d, P, q, acc)
+        for w in range(nw):
+            scale[w] = 1.0
+        _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root)
+        _loss_grad(out, -1.0, hat, X, Y, loss, L, d, P, q, acc)
+
+
+@_jit
+def _scratch(ns, Ld, d):
+    """A lane block (ns, W) and the field's scratch S, V (see _field)."""
+    return np.zeros((ns, W)), np.zeros((4, max(Ld, d), W)), np.zeros((4, W))
+
+
+@_jit
+def _fields(ys, params, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
+    """The field at each row of ``ys`` (N, ns), W rows at a time (for the tests)."""
+    N, ns = ys.shape
+    out = np.empty_like(ys)
+    cx = Y[0] * X[0]
+    y, S, V = _scratch(ns, L * d, d)
+    f = np.zeros((ns, W))
+    p = np.zeros((5, W))
+    for start in range(0, N, W):
+        m = min(W, N - start)
+        for w in range(m):
+            y[:, w] = ys[start + w]
+            p[:, w] = params[start + w]
+        _field(y, f, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+        for w in range(m):
+            out[start + w] = f[:, w]
+    return out
+
+
+# --- the stopping condition (one lane) -------------------------------------------------------
+
+
+@_inline
+def _conditions(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_tol):
+    """The stopping conditions of flows._events.stop_conditions, positive while the run
+    goes on, in its order (collapse, escape, loss), then the room before β overflows
+    (flows._dynamics.overflow_headroom); returns how many."""
+    k = 0
+    if collapse > 0.0 or escape > 0.0:
+        ratio = _norm(y, w, L * d) / norm0
+        if collapse > 0.0:
+            values[k] = ratio - collapse
+            k += 1
+        if escape > 0.0:
+            values[k] = -(math.log(ratio) - math.log(escape))
+            k += 1
+    if loss_tol > 0.0:
+        n = X.shape[0]
+        total = 0.0
+        for i in range(n):
+            total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
+        values[k] = math.log(total / n) - math.log(loss_tol)
+        k += 1
+    room = -np.inf
+    for j in range(d):
+        s = 0.0
+        for lay in range(L):
+            s += math.log(abs(y[lay * d + j, w]))
+        room = max(room, s)
+    values[k] = _LOG_MAX - room
+    return k + 1
+
+
+@_inline
+def _norm(y, w, n):
+    """‖θ‖₂ of lane w as s·‖θ/s‖, s = max|θ| (no under- or overflow)."""
+    s = 0.0
+    for i in range(n):
+        a = abs(y[i, w])
+        s = a if (a > s) | (a != a) else s
+    s = 1.0 if s == 0.0 else s
+    acc = 0.0
+    for i in range(n):
+        v = y[i, w] / s
+        acc += v * v
+    return s * math.sqrt(acc)
+
+
+@_inline
+def _representable(y, w, L, d):
+    """θ and β = ∏θ finite."""
+    for j in range(d):
+        b = 1.0
+        for lay in range(L):
+            v = y[lay * d + j, w]
+            if not math.isfinite(v):
+                return False
+            b *= v
+        if not math.isfinite(b):
+            return False
+    return True
+
+
+@_inline
+def _condition(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_tol):
+    """The event condition: min of the conditions, or -1 where θ or β is not finite."""
+    if not _representable(y, w, L, d):
+        return -1.0
+    k = _conditions(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_tol)
+    out = values[0]
+    for i in range(1, k):
+        out = min(out, values[i])
+    return out
+
+
+@_inline
+def _going(y, w, X, Y, loss, L, d, norm0, collapse, escape, loss_tol):
+    """1 where the event condition is positive, else -1: the sign of :func:`_condition`
+    without its logarithms (each is monotone), for the test at every step's end."""
+    if not _representable(y, w, L, d):
+        return -1.0
+    if collapse > 0.0 or escape > 0.0:
+        ratio = _norm(y, w, L * d) / norm0
+        if collapse > 0.0 and not ratio > collapse:
+            return -1.0
+        if escape > 0.0 and not ratio < escape:
+            return -1.0
+    if loss_tol > 0.0:
+        n = X.shape[0]
+        total = 0.0
+        for i in range(n):
+            total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
+        if not total / n > loss_tol:
+            return -1.0
+    return 1.0
+
+
+@_inline
+def _going_lanes(y, out, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, a, b, q):
+    """:func:`_going` of every lane into ``out``, in lane loops (a, b: lane scratch; q: a
+    block)."""
+    nw = out.shape[0]
+    Ld = L * d
+    for w in range(nw):
+        out[w] = 1.0
+    for j in range(d):
+        for w in range(nw):
+            b[w] = 1.0
+        for lay in range(L):
+            for w in range(nw):
+                v = y[lay * d + j, w]
+                b[w] *= v
+                out[w] = out[w] if abs(v) < np.inf else -1.0
+        for w in range(nw):
+            out[w] = out[w] if abs(b[w]) < np.inf else -1.0
+    if collapse > 0.0 or escape > 0.0:
+        _scaled_norms(y, 0, Ld, q, a, b)
+        for w in range(nw):
+            ratio = a[w] * b[w] / norm0[w]
+            ok = (ratio > collapse) | (collapse <= 0.0)
+            ok = ok & ((ratio < escape) | (escape <= 0.0))
+            out[w] = out[w] if ok else -1.0
+    if loss_tol > 0.0:
+        for w in range(nw):
+            if out[w] > 0.0:
+                out[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse, escape, loss_tol)
+
+
+@_inline
+def _event_status(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_tol):
+    """The status of an event state: the condition closest to (or past) 0 names it
+    (jnp.argmin: the first minimum, or the first NaN)."""
+    k = _conditions(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_tol)
+    best = 0
+    for i in range(k):
+        if values[i] != values[i]:
+            best = i
+            break
+        if values[i] < values[best]:
+            best = i
+    status = _NONFINITE  # the overflow room, last
+    idx = 0
+    if collapse > 0.0:
+        status = _COLLAPSED if best == idx else status
+        idx += 1
+    if escape > 0.0:
+        status = _ESCAPED if best == idx else status
+        idx += 1
+    if loss_tol > 0.0:
+        status = _CONVERGED if best == idx else status
+    return status
+
+
+# --- the Runge–Kutta step's interpolant (one lane) -------------------------------------------
+
+
+@_inline
+def _interpolate(solver, t, t0, t1, y0, y1, K, w, ns, out):
+    """The step's local interpolant at t, lane w, into ``out`` (ns,) (diffrax's Tsit5 /
+    Dopri5 interpolation)."""
+    tau = 0.0 if t0 == t1 else (t - t0) / (t1 - t0)
+    if solver == 0:
+        t2 = tau * tau
+        b1 = -1.0530884977290216 * tau * (tau - 1.3299890189751412) * (
+            t2 - 1.4364028541716351 * tau + 0.7139816917074209
+        )
+        b2 = 0.1017 * t2 * (t2 - 2.1966568338249754 * tau + 1.2949852507374631)
+        b3 = 2.490627285651252793 * t2 * (t2 - 2.38535645472061657 * tau + 1.57803468208092486)
+        b4 = -16.54810288924490272 * (tau - 1.21712927295533244) * (
+            tau - 0.61620406037800089
+        ) * t2
+        b5 = 47.37952196281928122 * (tau - 1.203071208372362603) * (
+            tau - 0.658047292653547382
+        ) * t2
+        b6 = -34.87065786149660974 * (tau - 1.2) * (tau - 0.666666666666666667) * t2
+        b7 = 2.5 * (tau - 1.0) * (tau - 0.6) * t2
+        for i in range(ns):
+            out[i] = y0[i, w] + (
+                b1 * K[0, i, w] + b2 * K[1, i, w] + b3 * K[2, i, w] + b4 * K[3, i, w]
+                + b5 * K[4, i, w] + b6 * K[5, i, w] + b7 * K[6, i, w]
+            )  # fmt: skip
+    else:
+        for i in range(ns):
+            acc = 0.0
+            for r in range(7):
+                acc += _DOPRI5_MID[r] * K[r, i, w]
+            ymid = y0[i, w] + acc
+            a0, a1, f0, f1 = y0[i, w], y1[i, w], K[0, i, w], K[6, i, w]
+            a = 2.0 * (f1 - f0) - 8.0 * (a1 + a0) + 16.0 * ymid
+            b = 5.0 * f0 - 3.0 * f1 + 18.0 * a0 + 14.0 * a1 - 32.0 * ymid
+            c = f1 - 4.0 * f0 - 11.0 * a0 - 5.0 * a1 + 16.0 * ymid
+            out[i] = (((a * tau + b) * tau + c) * tau + f0) * tau + a0
+
+
+@_inline
+def _root(solver, t0, t1, y0, y1, K, w, ns, tmp, values, X, Y, loss, L, d, norm0, collapse,
+          escape, loss_tol, span_atol):
+    """The event time in [t0, t1] by bisection on the interpolant (flows._events.Bisection,
+    started at t1, flip=True); NaN if the budget runs out."""
+    lower, upper = t0, t1
+    t = upper
+    for _ in range(_ROOT_STEPS):
+        if abs(lower - upper) < span_atol + _EVENT_RTOL * abs(t):
+            return t
+        _interpolate(solver, t, t0, t1, y0, y1, K, w, ns, tmp)
+        g = _condition(tmp.reshape((ns, 1)), 0, values, X, Y, loss, L, d, norm0, collapse,
+                       escape, loss_tol)  # fmt: skip
+        if g < 0.0:
+            upper = t
+        else:  # positive (or NaN) before the root
+            lower = t
+        t = lower + 0.5 * (upper - lower)
+    return np.nan
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer, X, Y, loss,
+               rescaled, clock, L, d, rtol, max_steps, collapse, escape, loss_tol,
+               saved, yend, status, t_end, n_steps, n_rejected):
+    """Integrate trajectories first..last-1, W at a time, each lane refilled when its
+    trajectory ends. Writes rows of the output arrays."""
+    ns = y0s.shape[1]
+    Ld = L * d
+    T = ts.shape[0]
+    A, E = _A[solver], _E[solver]
+    cx = Y[0] * X[0]
+    y, S, V = _scratch(ns, Ld, d)
+    yi = np.zeros((ns, W))
+    fs = np.zeros((ns, W))
+    f = np.zeros((ns, W))
+    K = np.zeros((7, ns, W))
+    p = np.zeros((5, W))
+    traj = np.full(W, -1)
+    h = np.zeros(W)
+    tprev = np.zeros(W)
+    tnext = np.zeros(W)
+    atol = np.ones(W)
+    norm0 = np.ones(W)
+    prev_factor = np.ones(W)
+    old = np.zeros(W)
+    run = np.zeros(W, np.int64)
+    stalls = np.zeros(W, np.int64)
+    steps = np.zeros(W, np.int64)
+    rejected = np.zeros(W, np.int64)
+    k_save = np.zeros(W, np.int64)
+    nan_y1 = np.zeros(W)
+    bad = np.zeros(W)
+    err = np.zeros(W)
+    tmp = np.zeros(ns)
+    values = np.zeros(4)
+    hb = np.zeros((ns, W))
+    going = np.zeros(W)
+    eb = np.zeros((ns, W))
+    nw = y.shape[1]  # run-time lane count: LLVM vectorises the lane loops
+    M = ns * nw
+    yf, yif, ff, fsf = y.reshape(M), yi.reshape(M), f.reshape(M), fs.reshape(M)
+    hbf, ef = hb.reshape(M), eb.reshape(M)
+    Kf = K.reshape((7, M))
+    K0 = Kf[0]
+    floor = t1
+    for _ in range(100):
+        floor = np.nextafter(floor, -np.inf)
+    span_atol = _EVENT_ATOL * abs(t1) + _TINY
+    nxt = first
+    active = 0
+    while True:
+        # fill the idle lanes with the next trajectories
+        for w in range(W):
+            if traj[w] >= 0 or nxt >= last:
+                continue
+            n = nxt
+            nxt += 1
+            traj[w] = n
+            active += 1
+            for i in range(ns):
+                y[i, w] = y0s[n, i]
+            for r in range(5):
+                p[r, w] = params[n, r]
+            atol[w] = atols[n]
+            norm0[w] = _norm(y, w, Ld)
+            tprev[w] = 0.0
+            tnext[w] = min(_FIRST_STEP, t1)
+            prev_factor[w] = 1.0
+            run[w] = 0
+            stalls[w] = 0
+            steps[w] = 0
+            rejected[w] = 0
+            k_save[w] = 0
+            for k in range(T):
+                for i in range(ns):
+                    saved[n, k, i] = np.nan
+            old[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse, escape, loss_tol)
+            # f(0, y0), the first stage (the other lanes' values are thrown away)
+            _field(y, fs, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+            for i in range(ns):
+                f[i, w] = fs[i, w]
+        if active == 0:
+            break
+        # one step on every lane: K_s = h f(y + Σ_r a_sr K_r), in flat loops over the
+        # (ns, W) blocks (long loops that LLVM vectorises)
+        for w in range(W):
+            h[w] = tnext[w] - tprev[w] if traj[w] >= 0 else 0.0
+        for i in range(ns):
+            hb[i] = h
+        for k in range(M):
+            K0[k] = hbf[k] * ff[k]
+        for s in range(1, 7):
+            for k in range(M):
+                yif[k] = yf[k]
+            for r in range(s):
+                a = A[s, r]
+                if a != 0.0:
+                    Kr = Kf[r]
+                    for k in range(M):
+                        yif[k] = yif[k] + a * Kr[k]
+            _field(yi, fs, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+            Ks = Kf[s]
+            for k in range(M):
+                Ks[k] = hbf[k] * fsf[k]
+        # y1 = yi (the last stage's point); the error estimate's scaled RMS norm
+        for k in range(M):
+            ef[k] = 0.0
+        for r in range(7):
+            b = E[r]
+            if b != 0.0:
+                Kr = Kf[r]
+                for k in range(M):
+                    ef[k] = ef[k] + b * Kr[k]
+        for w in range(W):
+            nan_y1[w] = 0.0
+            bad[w] = 0.0
+            err[w] = 0.0
+        for i in range(ns):
+            for w in range(nw):
+                nan_y1[w] = 1.0 if yi[i, w] != yi[i, w] else nan_y1[w]
+        for i in range(ns):
+            for w in range(nw):
+                e = eb[i, w]
+                e = np.inf if e != e else e
+                bad[w] = 1.0 if abs(e) == np.inf else bad[w]
+                cand = y[i, w] if nan_y1[w] != 0.0 else yi[i, w]
+                v = e / (atol[w] + max(abs(y[i, w]), abs(cand)) * rtol)
+                err[w] += v * v
+        _going_lanes(yi, going, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, V[0], V[1],
+                     S[3])  # fmt: skip
+        # per lane: the controller, saving, the event, the end of the trajectory
+        for w in range(W):
+            n = traj[w]
+            if n < 0:
+                continue
+            hw = h[w]
+            e = math.sqrt(err[w]) / math.sqrt(ns)
+            keep = e < 1.0
+            inv = 1.0 / e
+            factor = _SAFETY * inv**_COEFF1 * prev_factor[w]
+            if factor != factor:
+                dt = np.nan
+            elif keep:
+                dt = hw * min(max(factor, 1.0), _FACTORMAX)
+            else:
+                dt = hw * min(max(factor, _FACTORMIN), _SAFETY)
+            if inv == 0.0 or inv == np.inf:
+                inv = 1.0
+            step_t0, step_t1 = tprev[w], tnext[w]
+            t0n = step_t1 if keep else step_t0
+            t1n = t0n + dt
+            failed = False
+            if not keep and bad[w] != 0.0:  # flows._options.FiniteController
+                if t1n != t1n:
+                    t1n = t0n + _FACTORMIN * hw
+                failed = True
+                for i in range(ns):
+                    if not math.isfinite(y[i, w]):
+                        failed = False
+            run[w] = run[w] + 1 if failed else 0
+            if failed and abs(hw) <= _STALL_STEP * abs(step_t0):
+                stalls[w] += 1
+            if keep:
+                prev_factor[w] = inv**_COEFF2  # the next steps' factor of this error
+            steps[w] += 1
+            if not keep:
+                rejected[w] += 1
+            tprev[w] = min(t0n, t1)
+            if t1n > floor:
+                tnext[w] = t1 if keep else tprev[w] + 0.5 * (t1 - tprev[w])
+            else:
+                tnext[w] = t1n
+            code = _RUNNING
+            te = 0.0
+            if keep:
+                while k_save[w] < T and ts[k_save[w]] <= step_t1:
+                    _interpolate(solver, ts[k_save[w]], step_t0, step_t1, y, yi, K, w, ns,
+                                 saved[n, k_save[w]])  # fmt: skip
+                    k_save[w] += 1
+                new = going[w]
+                if old[w] > 0.0 and new <= 0.0:
+                    te = _root(solver, step_t0, step_t1, y, yi, K, w, ns, tmp, values, X, Y,
+                               loss, L, d, norm0[w], collapse, escape, loss_tol, span_atol)
+                    if te == te:
+                        _interpolate(solver, te, step_t0, step_t1, y, yi, K, w, ns, tmp)
+                        tmp2 = tmp.reshape((ns, 1))
+                        code = _event_status(tmp2, 0, values, X, Y, loss, L, d, norm0[w],
+                                             collapse, escape, loss_tol)  # fmt: skip
+                        code = code if _representable(tmp2, 0, L, d) else _NONFINITE
+                        for i in range(ns):
+                            yend[n, i] = tmp[i]
+                    else:
+                        code = _NONFINITE
+                        te = step_t1
+                        for i in range(ns):
+                            yend[n, i] = yi[i, w]
+                old[w] = new
+                for i in range(ns):
+                    y[i, w] = yi[i, w]
+                    f[i, w] = fs[i, w]  # first same as last: f(y1) is the last stage's
+            if code == _RUNNING:
+                te = tprev[w]
+                if run[w] >= _REJECTIONS or stalls[w] >= _STALLS:
+                    code = _NONFINITE
+                elif tprev[w] >= t1:
+                    code = _OK
+                elif steps[w] >= max_steps:
+                    code = _MAXED
+                if code != _RUNNING:
+                    for i in range(ns):
+                        yend[n, i] = y[i, w]
+                    if not _representable(y, w, L, d):
+                        code = _NONFINITE
+            if code != _RUNNING:
+                status[n] = code
+                t_end[n] = te
+                n_steps[n] = steps[w]
+                n_rejected[n] = rejected[w]
+                for k in range(T):
+                    if ts[k] > te:
+                        for i in range(ns):
+                            saved[n, k, i] = np.nan
+                traj[w] = -1
+                active -= 1
+                for i in range(ns):  # a benign idle lane (no subnormals, no NaN)
+                    y[i, w] = 1.0
+                    f[i, w] = 0.0
+
+
+def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss, rescaled,
+             clock, L, d, rtol, max_steps, collapse, escape, loss_tol, chunk=None, threads=None):
+    """Integrate every row of ``y0s`` (N, ns) on ``threads`` threads (default: every core);
+    validated inputs only (:func:`flows.solve_many`).
+
+    ``params`` (N, 5): each trajectory's rule parameters (:data:`flows._rules.PARAMS`);
+    ``atols`` (N,): absolute tolerances; ``collapse``, ``escape``, ``loss_tol``: the event
+    thresholds, or 0 for none. Returns NumPy arrays: ``saved`` (N, T, ns), ``y_end``
+    (N, ns), ``status``, ``t_end``, ``n_steps``, ``n_rejected`` (N,).
+    """
+    N, ns = y0s.shape
+    T = ts.shape[0]
+    threads = (os.cpu_count() or 1) if threads is None else threads
+    if chunk is None:  # a few chunks a thread, for balance; a lane group fills each
+        chunk = max(2 * W, -(-N // (8 * threads)))
+    chunks = np.r_[np.arange(0, N, chunk), N].astype(np.int64)
+    out = dict(
+        saved=np.empty((N, T, ns)), y_end=np.empty((N, ns)), status=np.empty(N, np.int64),
+        t_end=np.empty(N), n_steps=np.empty(N, np.int64), n_rejected=np.empty(N, np.int64),
+    )  # fmt: skip
+    args = (
+        chunks, np.ascontiguousarray(y0s, float), np.ascontiguousarray(params, float),
+        np.ascontiguousarray(atols, float), np.ascontiguousarray(ts, float), float(t1),
+        int(solver), int(kind), bool(per_layer), np.ascontiguousarray(X, float),
+        np.ascontiguousarray(Y, float), int(loss), bool(rescaled), bool(clock), int(L), int(d),
+        float(rtol), int(max_steps), float(collapse), float(escape), float(loss_tol),
+        out["saved"], out["y_end"], out["status"], out["t_end"], out["n_steps"],
+        out["n_rejected"],
+    )  # fmt: skip
+    bounds = list(zip(chunks[:-1], chunks[1:], strict=True))
+    if threads == 1 or len(bounds) == 1:
+        for lo, hi in bounds:
+            _run_chunk(lo, hi, *args[1:])
+    else:  # the compiled loop releases the GIL: one Python thread per core
+        with ThreadPoolExecutor(min(threads, len(bounds))) as pool:
+            list(pool.map(lambda b: _run_chunk(b[0], b[1], *args[1:]), bounds))
+    return out
+
+
+def fields(ys, params, *, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
+    """The engine's vector field at each row of ``ys`` (N, ns)."""
+    return _fields(
+        np.ascontiguousarray(ys, float), np.ascontiguousarray(params, float), int(kind),
+        bool(per_layer), np.ascontiguousarray(X, float), np.ascontiguousarray(Y, float),
+        int(loss), bool(rescaled), bool(clock), int(L), int(d),
+    )  # fmt: skip
