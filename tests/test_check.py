@@ -1,5 +1,5 @@
-"""analysis._check: the report passes in full mode (and ``--quick``), every row builder gives FAIL
-on a wrong prediction, a stalled solve is a FAIL, the CLI's JSON."""
+"""analysis._check: the report passes in full mode, every row builder gives FAIL on a wrong
+prediction, a stalled solve is a FAIL, the CLI's JSON and its ``--quick``."""
 
 import contextlib
 import io
@@ -10,6 +10,7 @@ import pytest
 
 import flows
 from analysis import _check
+from analysis._boundary import Boundary
 from analysis._bounds import l2sam_thresholds
 from tests.helpers import reduced_l2sam_alpha_c, reduced_l2sam_switches
 
@@ -56,9 +57,14 @@ def test_check_full_mode_passes(full):
     assert any("(= 3.0 x 1.0)" in s and "reduction" in m for s, m in text.items())
 
 
-def test_check_quick_mode_passes(full, tmp_path):
-    rows = _assert_all_pass(*_main("--quick", tmp=tmp_path), quick=True)
-    assert len(rows) == 9
+def test_check_quick_flag_reaches_the_checks(monkeypatch, tmp_path):
+    """``--quick`` runs the checks with quick=True (its rows are full mode's, with looser
+    tolerances: the test above runs them tighter)."""
+    seen = []
+    row = _check.Row("C0", "s", "p", "m", "t", "PASS")
+    monkeypatch.setattr(_check, "run_checks", lambda quick=False: seen.append(quick) or [row])
+    status, report, stdout = _main("--quick", tmp=tmp_path)
+    assert (status, seen, report["quick"], len(stdout.strip().splitlines())) == (0, [True], True, 3)
 
 
 # --- every row builder gives FAIL on a wrong prediction (after ``full``: compiled) ----------
@@ -114,11 +120,9 @@ def test_regimes_row_fails_on_a_wrong_prediction(full):
 
 def test_scale_row_fails_on_a_wrong_prediction(full):
     """Against the reduction's α_c at λρ = 3 (rays: 3 k_c) and the sympy α_s at 3: each wrong
-    by 1e-5 (5 times the tolerance) is a FAIL, the right pair a PASS."""
+    by 1e-5 (5 times the tolerance) is a FAIL (the full report has the right pair's PASS)."""
     k_c, k_s = reduced_l2sam_alpha_c(), l2sam_thresholds(MU, 1.0).direct
     found = {"c": k_c, "s": k_s}
-    good = _check._scale_row(MU, 1.0, 3.0, 1e-6, found, alpha_c=lambda: 3 * k_c, alpha_s=3 * k_s)
-    assert good.result == "PASS", good
     wrong_c = lambda: 3 * k_c * (1 + 1e-5)  # noqa: E731
     _fails(_check._scale_row(MU, 1.0, 3.0, 1e-6, found, alpha_c=wrong_c, alpha_s=3 * k_s))
     wrong_s = 3 * k_s * (1 + 1e-5)
@@ -141,6 +145,14 @@ def test_odd_depth_row_fails_where_weights_decrease(full):
     """The odd-L claim (no α_c: no weight ever decreases) made at L = 2, where it is wrong."""
     row = _fails(_check._odd_depth_row(MU, 1.0, 2))
     assert "exists=True" in row.measurement and "collapsed" in row.measurement
+
+
+def test_odd_depth_row_fails_on_a_failed_search(full, monkeypatch):
+    """exists=False from a search that classified nothing is not the reason: a FAIL."""
+    failed = Boundary(float("nan"), (float("nan"), float("nan")), 0, 0, False)
+    monkeypatch.setattr(_check, "critical_alpha", lambda *args, **kwargs: failed)
+    row = _fails(_check._odd_depth_row(MU, 1.0, 3))
+    assert "exists=False" in row.measurement and "(0 solves)" in row.measurement
 
 
 def test_path_rows_against_the_tests_reference(full):
