@@ -623,6 +623,9 @@ def each_argument(valid, hostile_values, call, check=None):
             check(key, value, solved)
 
     run_cases(_valid_draw(valid), hostile, body)
+    for key, values in valid.items():  # and every known-valid value once, drawn or not
+        for value in values:
+            body(Tally(), True, (key, value))
 
 
 def test_solve_refuses_or_accepts_each_argument(no_integration):
