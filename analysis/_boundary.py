@@ -236,6 +236,8 @@ def boundary(
         check_positive("solver_atol", solver_atol, upper=1.0)
     if not callable(family):
         raise ValueError(f"`family` must be a callable p -> (method, alpha); got {family!r}.")
+    if not isinstance(log, (bool, np.bool_)):
+        raise ValueError(f"`log` must be True or False; got {log!r}.")
     try:
         lo, hi = (float(b) for b in np.asarray(bracket, dtype=float).reshape(2))
     except (TypeError, ValueError):

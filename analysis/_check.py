@@ -140,11 +140,12 @@ def _first_blowup(mu, alpha, depth, shift):
     return int(np.argmin(np.where(up, np.abs(z0) ** -p / (p * mu), np.inf)))
 
 
-def _linf_limit_row(mu, alpha, depth, rho, escape_tol):
-    """Rescaled ℓ∞-SAM: limit e_{j*}, j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2)."""
+def _linf_limit_row(mu, alpha, depth, rho, escape_tol, j_star=None):
+    """Rescaled ℓ∞-SAM: limit e_{j*}, j* = argmax_{alpha_j > rho} mu_j (alpha_j - rho)^(L-2)
+    (``j_star``: the prediction, by default :func:`_first_blowup`)."""
     mu, alpha = np.asarray(mu), np.asarray(alpha)
     method = flows.LinfSAM(rho)
-    j_star = _first_blowup(mu, alpha, depth, rho)
+    j_star = _first_blowup(mu, alpha, depth, rho) if j_star is None else j_star
     setting = f"linf-SAM, L={depth}, mu={_vec(mu)}, alpha={_vec(alpha)}, rho={rho}"
     minor = " (a minor feature)" if j_star != int(np.argmax(mu)) else " (the major feature)"
 
@@ -167,11 +168,13 @@ def _linf_limit_row(mu, alpha, depth, rho, escape_tol):
     return _row("C2", setting, f"limit e_{j_star + 1}{minor}", "escaped, 1-cos <= 1e-9", measure)
 
 
-def _linf_fate_row(mu, alpha, rho):
-    """L = 2: beta_j -> 0 if alpha_j < rho, stays rho^2 if alpha_j = rho (even L)."""
+def _linf_fate_row(mu, alpha, rho, dies=None, stays=None):
+    """L = 2: beta_j -> 0 if alpha_j < rho, stays rho^2 if alpha_j = rho (even L); ``dies``,
+    ``stays``: the prediction as boolean masks, by default these."""
     mu, alpha = np.asarray(mu), np.asarray(alpha)
     method = flows.LinfSAM(rho)
-    dies, stays = alpha < rho, alpha == rho
+    dies = alpha < rho if dies is None else np.asarray(dies)
+    stays = alpha == rho if stays is None else np.asarray(stays)
     setting = f"linf-SAM, L=2, mu={_vec(mu)}, alpha={_vec(alpha)}, rho={rho}"
 
     def measure():
@@ -196,9 +199,10 @@ def _linf_fate_row(mu, alpha, rho):
     return _row("C2", setting, pred, "dying <= 1e-10, held <= 1e-8 (relative)", measure)
 
 
-def _gd_row(mu, alpha):
+def _gd_row(mu, alpha, j=None):
+    """GD, L = 2: limit e_j, j = argmax mu (``j``: the prediction) from any start."""
     mu, alpha = np.asarray(mu), np.asarray(alpha)
-    j = int(np.argmax(mu))
+    j = int(np.argmax(mu)) if j is None else j
     setting = f"GD, L=2, mu={_vec(mu)}, alpha={_vec(alpha)}"
 
     def measure():
@@ -225,7 +229,7 @@ def _gd_row(mu, alpha):
     )
 
 
-def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3):
+def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3, alpha_c=None):
     r"""α_c = ρ for exact ℓ∞-SAM at L = 2, from the flow itself on both sides.
 
     The coordinates decouple, :math:`w_j=\rho+(\alpha-\rho)e^{\mu_j\tau}` (science.md §5).
@@ -233,13 +237,16 @@ def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3):
     :math:`w_1`, is :math:`c\sqrt d\,\alpha` (‖θ‖ = c‖θ₀‖, the others held at 0); from
     α = ρ(1 + ε) it escapes when :math:`\lVert w\rVert=E\sqrt d\,\alpha`. Both end times
     are closed forms (the second by brentq on them). ``critical_alpha`` (which decides these
-    starts by the certificates at τ = 0, without a solve) must also return ρ.
+    starts by the certificates at τ = 0, without a solve) must also return ρ. ``alpha_c``: the
+    prediction (default ρ); the starts are alpha_c(1 ∓ ε).
     """
     mu = np.asarray(mu, dtype=float)
     d, c, esc = mu.size, 1e-6, 1e6
-    setting = f"linf-SAM, L=2, mu={_vec(mu)}, rho={rho}, uniform alpha = rho(1 -/+ {eps:g})"
-    below, above = rho * (1 - eps), rho * (1 + eps)
-    tau_c = np.log((rho - c * np.sqrt(d) * below) / (rho - below)) / mu.min()
+    alpha_c = rho if alpha_c is None else alpha_c
+    setting = f"linf-SAM, L=2, mu={_vec(mu)}, rho={rho}, uniform alpha = alpha_c(1 -/+ {eps:g})"
+    below, above = alpha_c * (1 - eps), alpha_c * (1 + eps)
+    with np.errstate(invalid="ignore"):  # NaN (a FAIL) for a prediction alpha_c > rho
+        tau_c = np.log((rho - c * np.sqrt(d) * below) / (rho - below)) / mu.min()
     norm = lambda t: np.linalg.norm(rho + (above - rho) * np.exp(mu * t))  # noqa: E731
     tau_e = scipy.optimize.brentq(
         lambda t: norm(t) - esc * np.sqrt(d) * above, 0.0, 50.0, xtol=1e-15, rtol=1e-15
@@ -268,13 +275,13 @@ def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3):
             f"tau={float(hi.t_end):.8g} (rel. err {_fmt(err)}); critical_alpha = {a_c:.10g}"
         )
         ok = lo.status_name == "collapsed" and hi.status_name == "escaped" and err <= 1e-6
-        return text, ok and abs(a_c / rho - 1) <= 2 * rtol
+        return text, bool(ok and abs(a_c / alpha_c - 1) <= 2 * rtol)
 
     return _row(
         "C2",
         setting,
-        f"alpha_c = rho = {rho}: collapse at tau={tau_c:.8g}, escape at tau={tau_e:.8g} "
-        "(closed form)",
+        f"alpha_c = {alpha_c:g} (rho = {rho}): collapse at tau={tau_c:.8g}, "
+        f"escape at tau={tau_e:.8g} (closed form)",
         f"statuses, tau rel. err <= 1e-6; critical_alpha rel. err <= {2 * rtol:g}",
         measure,
     )
@@ -299,43 +306,48 @@ def check_c2(quick=False):
 # --- C3: ℓ2-SAM, L = 2 -> ℓ1 max margin -----------------------------------------------
 
 
-def check_c3(quick=False):
-    mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+def _l1_single_row(mu, rho, alpha, ref=None):
+    r"""ℓ2-SAM, L = 2, one example: β/‖β‖ → the ℓ1 max-margin ``ref`` (default: the HiGHS LP),
+    at the GD-phase rate :math:`4(\mu_{(d)}-\mu_{(d-1)})`."""
+    mu = np.asarray(mu, dtype=float)
     single = flows.single_example(mu)
-    b1 = max_margin(single, 1)
-    setting = f"l2-SAM rho=1, L=2, mu={_vec(mu)}, alpha=0.5 (R2), rescaled, escape 1e12"
+    ref = max_margin(single, 1) if ref is None else np.asarray(ref, dtype=float)
+    setting = f"l2-SAM rho={rho:g}, L=2, mu={_vec(mu)}, alpha={alpha} (R2), rescaled, escape 1e12"
 
-    def measure_single():
+    def measure():
         traj = _finished(
             flows.solve(
-                flows.L2SAM(1.0),
+                flows.L2SAM(rho),
                 single,
-                flows.balanced_init(0.5, 2, 5),
+                flows.balanced_init(alpha, 2, mu.size),
                 t1=1e3,
                 rescaled=True,
                 escape_tol=1e12,
                 ts=PLATEAU_GRID,
             )
         )
-        gap = 1 - float(limit_direction(traj) @ b1)
-        rate = convergence_rate(traj, b1, model="exp", tail=0.3)
-        expect = 4 * (mu[-1] - mu[-2])
+        gap = 1 - float(limit_direction(traj) @ ref)
+        rate = convergence_rate(traj, ref, model="exp", tail=0.3)
+        top = np.sort(mu)
+        expect = 4 * (top[-1] - top[-2])
         text = (
             f"1-cos = {_fmt(gap)} at tau={float(traj.t_end):.4g}; exp rate {rate.rate:.4f} "
             f"(GD-phase asymptote 4(mu5-mu4) = {expect:g})"
         )
         ok = traj.status_name == "escaped" and gap <= 1e-9
-        return text, ok and abs(rate.rate / expect - 1) <= 0.02
+        return text, bool(ok and abs(rate.rate / expect - 1) <= 0.02)
 
-    rows = [
-        _row(
-            "C3",
-            setting,
-            f"beta/|beta| -> l1 max-margin {_vec(np.round(b1, 12))} (HiGHS LP)",
-            "1-cos <= 1e-9; rate within 2%",
-            measure_single,
-        )
-    ]
+    return _row(
+        "C3",
+        setting,
+        f"beta/|beta| -> l1 max-margin {_vec(np.round(ref, 12))} (HiGHS LP)",
+        "1-cos <= 1e-9; rate within 2%",
+        measure,
+    )
+
+
+def check_c3(quick=False):
+    rows = [_l1_single_row([1.0, 2.0, 3.0, 4.0, 5.0], 1.0, 0.5)]
     if quick:
         return rows
     data = _separable_data()
@@ -371,6 +383,19 @@ def _reduction(mu, alpha, rho):
     return (lambda t, y: [1 / np.linalg.norm(mu * alpha * np.exp(growth(t, y[0])))]), growth
 
 
+def _argmax_changes(value, ts, xtol):
+    """(sequence, times) of argmax_j value(t)_j over the samples ``ts``, each change a -> b
+    located by brentq on value_b - value_a."""
+    js = np.argmax(np.array([value(t) for t in ts]), axis=1)
+    seq, times = [int(js[0])], []
+    for k in np.flatnonzero(js[1:] != js[:-1]):
+        a, b = int(js[k]), int(js[k + 1])
+        h = lambda t, a=a, b=b: value(t)[b] - value(t)[a]  # noqa: E731
+        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=xtol))
+        seq.append(b)
+    return seq, np.array(times)
+
+
 def _reduced_sequence(mu, alpha, rho, t_max):
     """Reference j† path of ℓ2-SAM, L = 2: :func:`_reduction` integrated by scipy, changes of
     argmax located by brentq."""
@@ -380,15 +405,36 @@ def _reduced_sequence(mu, alpha, rho, t_max):
             f, (0, t_max), [0.0], rtol=1e-12, atol=1e-14, dense_output=True
         )
     logw = lambda t: growth(t, sol.sol(t)[0])  # noqa: E731
-    ts = np.linspace(0, t_max, 20_001)[1:]
-    js = np.argmax(np.array([logw(t) for t in ts]), axis=1)
-    seq, times = [int(js[0])], []
-    for k in np.flatnonzero(js[1:] != js[:-1]):
-        a, b = int(js[k]), int(js[k + 1])
-        h = lambda t, a=a, b=b: logw(t)[b] - logw(t)[a]  # noqa: E731
-        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=1e-14))
-        seq.append(b)
-    return seq, np.array(times)
+    return _argmax_changes(logw, np.linspace(0, t_max, 20_001)[1:], 1e-14)
+
+
+def _reduced_depth_sequence(mu, alpha, rho, depth, w_max=1e6):
+    r"""Reference j† path of balanced single-example ℓ2-SAM at depth L >= 3 from the uniform
+    start α: the flow in w alone, :math:`dw_j/d\tau=\mu_j\hat w_j^{L-1}`,
+    :math:`\hat w=w-\rho\,\mu\odot w^{L-1}/\sqrt{L\sum_k\mu_k^2w_k^{2L-2}}`, integrated by scipy
+    (Radau, rtol 1e-12) on the clock :math:`ds=\lVert w\rVert^{L-2}d\tau` (the finite-τ pole
+    becomes growth in s), τ carried along, until max w = ``w_max``; changes of argmax w located
+    by brentq in s (16 samples per solver step, τ = 0 left out: a tie), returned in τ."""
+    mu = np.asarray(mu, dtype=float)
+
+    def f(s, y):
+        w = y[:-1]
+        top = mu * w ** (depth - 1)
+        dw = mu * (w - rho * top / np.sqrt(depth * np.sum(top**2))) ** (depth - 1)
+        return np.append(dw, 1.0) / np.linalg.norm(w) ** (depth - 2)
+
+    up = lambda s, y: np.max(y[:-1]) - w_max  # noqa: E731
+    up.terminal = True
+    sol = scipy.integrate.solve_ivp(
+        f, (0.0, 1e8), np.append(np.full(mu.size, alpha), 0.0), method="Radau", rtol=1e-12,
+        atol=1e-14 * alpha, dense_output=True, events=up,
+    )  # fmt: skip
+    if sol.status != 1:
+        raise RuntimeError(f"the reduced flow did not escape: {sol.message}")
+    frac = np.arange(16) / 16
+    ss = np.append((sol.t[:-1, None] + np.diff(sol.t)[:, None] * frac).ravel()[1:], sol.t[-1])
+    seq, s_times = _argmax_changes(lambda s: sol.sol(s)[:-1], ss, 1e-13 * sol.t[-1])
+    return seq, np.array([sol.sol(s)[-1] for s in s_times])
 
 
 def _reduced_alpha_c(mu, rho, lo, hi, rtol=1e-11):
@@ -418,122 +464,141 @@ def _reduced_alpha_c(mu, rho, lo, hi, rtol=1e-11):
     return float(np.sqrt(lo * hi))
 
 
-def check_c4(quick=False):
-    mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    rho, lam = 1.0, 3.0
-    rtol = 1e-6 if quick else 1e-8
-    method = flows.L2SAM(rho)
+def _alpha_c_row(mu, rho, rtol, reference=None, found=None):
+    """α_c of ℓ2-SAM, L = 2 (:func:`critical_alpha`) against ``reference()`` (default: the
+    scalar reduction bisected between the sympy bounds); the value found goes to ``found["c"]``."""
     bounds = l2sam_thresholds(mu, rho)
-    base = f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}"
-    rows, found = [], {}
+    if reference is None:
+        reference = lambda: _reduced_alpha_c(mu, rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
 
-    def m_alpha_c():
-        b = critical_alpha(method, mu, rtol=rtol, full_output=True)
-        found["c"] = b.alpha
-        ref = _reduced_alpha_c(mu, rho, bounds.all_shrink, bounds.all_grow)
+    def measure():
+        b = critical_alpha(flows.L2SAM(rho), mu, rtol=rtol, full_output=True)
+        if found is not None:
+            found["c"] = b.alpha
+        ref = reference()
         err = abs(b.alpha / ref - 1)
         text = f"alpha_c = {b.alpha:.10f} ({b.solves} solves); reduction {ref:.10f}"
-        return text + f" (rel. err {_fmt(err)})", err <= 2 * rtol
+        return text + f" (rel. err {_fmt(err)})", bool(err <= 2 * rtol)
 
-    rows.append(
-        _row(
-            "C4",
-            base,
-            "alpha_c of the scalar reduction dT/dtau = 1/|mu w| (scipy, bisected between the "
-            f"sympy bounds {bounds.all_shrink:.6f}, all shrink, and "
-            f"{bounds.all_grow:.6f}, all grow)",
-            f"rel. err <= {2 * rtol:g}",
-            m_alpha_c,
-        )
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}",
+        "alpha_c of the scalar reduction dT/dtau = 1/|mu w| (scipy, bisected between the "
+        f"sympy bounds {bounds.all_shrink:.6f}, all shrink, and "
+        f"{bounds.all_grow:.6f}, all grow)",
+        f"rel. err <= {2 * rtol:g}",
+        measure,
     )
 
-    def m_alpha_s():
-        b = direct_alpha(method, mu, rtol=rtol, full_output=True)
-        found["s"] = b.alpha
-        err = abs(b.alpha / bounds.direct - 1)
-        return f"alpha_s = {b.alpha:.10f} (rel. err {_fmt(err)})", err <= 2 * rtol
 
-    rows.append(
-        _row(
-            "C4",
-            base,
-            f"sequential/direct boundary = rho(mu5+mu4)/(sqrt2|mu|) = {bounds.direct:.10f} (sympy)",
-            f"rel. err <= {2 * rtol:g}",
-            m_alpha_s,
-        )
+def _alpha_s_row(mu, rho, rtol, predicted=None, found=None):
+    """α_s of ℓ2-SAM, L = 2 (:func:`direct_alpha`) against ``predicted`` (default: sympy); the
+    value found goes to ``found["s"]``."""
+    predicted = l2sam_thresholds(mu, rho).direct if predicted is None else predicted
+
+    def measure():
+        b = direct_alpha(flows.L2SAM(rho), mu, rtol=rtol, full_output=True)
+        if found is not None:
+            found["s"] = b.alpha
+        err = abs(b.alpha / predicted - 1)
+        return f"alpha_s = {b.alpha:.10f} (rel. err {_fmt(err)})", bool(err <= 2 * rtol)
+
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}",
+        f"sequential/direct boundary = rho(mu5+mu4)/(sqrt2|mu|) = {predicted:.10f} (sympy)",
+        f"rel. err <= {2 * rtol:g}",
+        measure,
     )
 
-    # The three regimes where the sympy bounds decide them, independently of the searches.
-    points = {
-        "collapse": 0.99 * bounds.all_shrink,
-        "sequential": 1.01 * bounds.all_grow,
-        "direct": 1.01 * bounds.direct,
-    }
 
-    def m_regimes():
+def _regimes_row(mu, rho, points):
+    """``points``: regime name -> α, each a start where that regime is predicted."""
+    method = flows.L2SAM(rho)
+
+    def measure():
         got = {name: regime_path(method, mu, a).regime for name, a in points.items()}
         text = ", ".join(f"alpha={points[n]:.6g}: {g}" for n, g in got.items())
         return text, all(g == n for n, g in got.items())
 
-    rows.append(
-        _row(
-            "C4",
-            base + ", alpha = 0.99 all-shrink, 1.01 all-grow, 1.01 alpha_s (sympy)",
-            "collapse (R1), sequential (R2), direct (R3)",
-            "each as predicted",
-            m_regimes,
-        )
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}, alpha = 0.99 all-shrink, 1.01 all-grow, "
+        "1.01 alpha_s (sympy)",
+        ", ".join(points),
+        "each as predicted",
+        measure,
     )
-    if quick:
-        return rows
 
-    def m_scale():
+
+def _scale_row(mu, rho, lam, rtol, found, alpha_c=None, alpha_s=None):
+    r"""α_c and α_s of ℓ2-SAM at λρ against the reduction's α_c at λρ (``alpha_c()``; bisected
+    between the sympy bounds at λρ) and the sympy α_s at λρ (``alpha_s``), with their ratios to
+    the values found at ρ (``found``, rays α = kρ)."""
+    bounds = l2sam_thresholds(mu, lam * rho)
+    if alpha_c is None:
+        alpha_c = lambda: _reduced_alpha_c(mu, lam * rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
+    alpha_s = bounds.direct if alpha_s is None else alpha_s
+
+    def measure():
         m = flows.L2SAM(lam * rho)
-        rc = critical_alpha(m, mu, rtol=rtol) / found["c"]
-        rs = direct_alpha(m, mu, rtol=rtol) / found["s"]
-        err = max(abs(rc / lam - 1), abs(rs / lam - 1))
-        return f"alpha_c ratio {rc:.10f}, alpha_s ratio {rs:.10f}", err <= 4 * rtol
+        c, s = critical_alpha(m, mu, rtol=rtol), direct_alpha(m, mu, rtol=rtol)
+        ref = alpha_c()
+        err = max(abs(c / ref - 1), abs(s / alpha_s - 1))
+        text = f"alpha_c = {c:.10f} (reduction {ref:.10f}), alpha_s = {s:.10f}"
+        text += f" (rel. err {_fmt(err)}); ratios to rho={rho}: {c / found['c']:.10f}, "
+        return text + f"{s / found['s']:.10f}", bool(err <= 2 * rtol)
 
-    rows.append(
-        _row(
-            "C4",
-            base + f" vs rho={lam * rho}",
-            f"rays alpha = k rho: both ratios = {lam}",
-            f"rel. err <= {4 * rtol:g}",
-            m_scale,
-        )
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={lam * rho} (= {lam} x {rho})",
+        f"alpha_c of the scalar reduction at rho={lam * rho}; alpha_s = {alpha_s:.10f} (sympy); "
+        f"ratios {lam} (rays alpha = k rho)",
+        f"rel. err <= {2 * rtol:g}",
+        measure,
     )
-    a_c = found.get("c", float("nan"))  # a failed search fails the rows below too
-    for a in (a_c * (1 + 1e-3), 2 * a_c):
 
-        def m_sequence(a=a):
-            expected, times = _reduced_sequence(mu, a, rho, 200.0)
-            p = regime_path(method, mu, a)
-            err = np.max(np.abs(p.times / times - 1)) if len(p.times) == len(times) else np.inf
-            seq = "->".join(str(j + 1) for j in p.sequence)
-            text = f"j† = {seq} at tau = " + ", ".join(f"{t:.6g}" for t in p.times)
-            text += f" (reference {'->'.join(str(j + 1) for j in expected)}; times {_fmt(err)})"
-            return text, p.sequence == expected and err <= 1e-6
 
-        rows.append(
-            _row(
-                "C4",
-                base + f", alpha = {a / a_c:g} alpha_c (R2)",
-                "j† path of the scalar reduction dT/dtau = 1/|mu w| (scipy)",
-                "same sequence, times rel. err <= 1e-6",
-                m_sequence,
-            )
-        )
-    # The R2 plateau: just above alpha_c the path lingers at the saddle w = (rho/sqrt2) e_j,
-    # where beta_j = rho^2/2 and the loss is l(mu_j rho^2 / 2).
-    a = a_c * (1 + 1e-6)
+def _sequence_row(mu, rho, a, a_c, reference=None):
+    """The j† path of ℓ2-SAM, L = 2, from α = ``a`` (:func:`regime_path`) against
+    ``reference()`` (default: the scalar reduction, :func:`_reduced_sequence`)."""
+    method = flows.L2SAM(rho)
+    if reference is None:
+        reference = lambda: _reduced_sequence(mu, a, rho, 200.0)  # noqa: E731
 
-    def m_plateau():
+    def measure():
+        expected, times = reference()
+        p = regime_path(method, mu, a)
+        err = np.max(np.abs(p.times / times - 1)) if len(p.times) == len(times) else np.inf
+        seq = "->".join(str(j + 1) for j in p.sequence)
+        text = f"j† = {seq} at tau = " + ", ".join(f"{t:.6g}" for t in p.times)
+        text += f" (reference {'->'.join(str(j + 1) for j in expected)}; times {_fmt(err)})"
+        return text, bool(p.sequence == list(expected) and err <= 1e-6)
+
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}, alpha = {a / a_c:g} alpha_c (R2)",
+        "j† path of the scalar reduction dT/dtau = 1/|mu w| (scipy)",
+        "same sequence, times rel. err <= 1e-6",
+        measure,
+    )
+
+
+def _saddle_loss(mu_j, rho):
+    """The loss at the R2 saddle w = (rho/sqrt2) e_j: beta_j = rho^2/2, l(mu_j rho^2/2)."""
+    return float(np.log1p(np.exp(-mu_j * rho**2 / 2)))
+
+
+def _plateau_row(mu, rho, a, height=_saddle_loss):
+    """Just above α_c the path lingers at a saddle: the loss plateau at the height
+    ``height(mu_j, rho)``, j = j† of the scalar reduction in the middle of the plateau."""
+
+    def measure():
         traj = _finished(
             flows.solve(
-                method,
+                flows.L2SAM(rho),
                 flows.single_example(mu),
-                flows.balanced_init(a, 2, 5),
+                flows.balanced_init(a, 2, len(mu)),
                 t1=1e3,
                 rescaled=True,
                 ts=PLATEAU_GRID,
@@ -544,22 +609,44 @@ def check_c4(quick=False):
         # the saddle's index: j† of the scalar reduction in the middle of the plateau
         seq, times = _reduced_sequence(mu, a, rho, float(PLATEAU_GRID[-1]))
         j = seq[int(np.searchsorted(times, 0.5 * (pl.start + pl.end)))]
-        predicted = float(np.log1p(np.exp(-mu[j] * rho**2 / 2)))
+        predicted = height(mu[j], rho)
         text = (
             f"plateau tau in [{pl.start:.3g}, {pl.end:.3g}], height {pl.height:.8f} at j†={j + 1} "
             f"(predicted {predicted:.8f})"
         )
-        return text, abs(pl.height / predicted - 1) <= 1e-3 and pl.duration > 1.0
+        return text, bool(abs(pl.height / predicted - 1) <= 1e-3 and pl.duration > 1.0)
 
-    rows.append(
-        _row(
-            "C4",
-            base + ", alpha = alpha_c(1+1e-6), rescaled, band 1e-3",
-            "loss plateau at the saddle beta_j = rho^2/2: height l(mu_j rho^2/2)",
-            "height rel. err <= 1e-3, duration > 1",
-            m_plateau,
-        )
+    return _row(
+        "C4",
+        f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}, alpha = alpha_c(1+1e-6), rescaled, band 1e-3",
+        "loss plateau at the saddle beta_j = rho^2/2: height l(mu_j rho^2/2)",
+        "height rel. err <= 1e-3, duration > 1",
+        measure,
     )
+
+
+def check_c4(quick=False):
+    mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    rho, lam = 1.0, 3.0
+    rtol = 1e-6 if quick else 1e-8
+    bounds = l2sam_thresholds(mu, rho)
+    found = {}
+    rows = [_alpha_c_row(mu, rho, rtol, found=found), _alpha_s_row(mu, rho, rtol, found=found)]
+    # The three regimes where the sympy bounds decide them, independently of the searches.
+    points = {
+        "collapse": 0.99 * bounds.all_shrink,
+        "sequential": 1.01 * bounds.all_grow,
+        "direct": 1.01 * bounds.direct,
+    }
+    rows.append(_regimes_row(mu, rho, points))
+    if quick:
+        return rows
+    rows.append(_scale_row(mu, rho, lam, rtol, found))
+    a_c = found.get("c", float("nan"))  # a failed search fails the rows below too
+    rows += [_sequence_row(mu, rho, a, a_c) for a in (a_c * (1 + 1e-3), 2 * a_c)]
+    # The R2 plateau: just above alpha_c the path lingers at the saddle w = (rho/sqrt2) e_j,
+    # where beta_j = rho^2/2 and the loss is l(mu_j rho^2 / 2).
+    rows.append(_plateau_row(mu, rho, a_c * (1 + 1e-6)))
     return rows
 
 
@@ -614,6 +701,79 @@ def _blowup_row(method, name, mu, alpha, depth, shift):
     )
 
 
+def _odd_depth_row(mu, rho, depth):
+    r"""ℓ2-SAM at odd L has no α_c, for a reason: :math:`dw_j/d\tau=\mu_j\hat w_j^{L-1}\ge0`,
+    no weight ever decreases. :func:`critical_alpha` must report none after a scan that
+    classified its points (not a failed search), and the run from the scan's smallest start
+    (:math:`\rho\,2^{-8+1/\pi}`) must escape with every w_j non-decreasing on 201 points of
+    its dense output, and a field >= 0 there."""
+    mu = np.asarray(mu, dtype=float)
+    method = flows.L2SAM(rho)
+    lo = rho * 2 ** (-8 + 1 / np.pi)  # the default scan's lowest point (critical_alpha)
+
+    def measure():
+        b = critical_alpha(method, mu, depth=depth, full_output=True)
+        traj = _finished(
+            flows.solve(
+                method,
+                flows.single_example(mu),
+                flows.balanced_init(lo, depth, mu.size),
+                t1=1e6,
+                rescaled=True,
+                dense=True,
+            )
+        )
+        ts = np.linspace(0.0, float(traj.t_end), 201)
+        thetas = np.array([np.asarray(traj.evaluate(t)) for t in ts])
+        drop = float(np.max(-np.diff(thetas, axis=0) / thetas[:-1]))
+        speed = min(
+            float(np.min(flows.rescaled_velocity(method, flows.single_example(mu), "logistic", th)))
+            for th in thetas
+        )
+        text = f"exists={b.exists}, alpha_c={b.value} ({b.solves} solves); from alpha={lo:.4g}: "
+        text += f"{traj.status_name} at tau={float(traj.t_end):.4g}, largest relative decrease "
+        text += f"{_fmt(max(drop, 0.0))}, min dw/dtau {_fmt(speed)}"
+        ok = not b.exists and b.solves > 0 and traj.status_name == "escaped"
+        return text, bool(ok and drop <= 0.0 and speed >= 0.0)
+
+    return _row(
+        "L>=3",
+        f"l2-SAM rho={rho:g}, L={depth}, mu={_vec(mu)}",
+        f"no collapse at odd L (dw/dtau = mu what^(L-1) >= 0): no alpha_c; from alpha={lo:.4g} "
+        "no weight ever decreases",
+        "critical_alpha reports none after its scan; escaped, w non-decreasing, dw/dtau >= 0",
+        measure,
+    )
+
+
+def _path_row(mu, rho, alpha, depth, reference=None):
+    """The j† path of ℓ2-SAM at L >= 3 (:func:`regime_path`) against ``reference()`` (default:
+    the reduced flow in w, :func:`_reduced_depth_sequence`): the same sequence, ending on the
+    major coordinate, and the same switch times."""
+    mu = np.asarray(mu, dtype=float)
+    if reference is None:
+        reference = lambda: _reduced_depth_sequence(mu, alpha, rho, depth)  # noqa: E731
+
+    def measure():
+        expected, times = reference()
+        p = regime_path(flows.L2SAM(rho), mu, alpha, depth=depth)
+        err = np.max(np.abs(p.times / times - 1)) if len(p.times) == len(times) else np.inf
+        seq = "->".join(str(j + 1) for j in p.sequence)
+        text = f"{p.regime}, j† = {seq} at tau = " + ", ".join(f"{t:.6g}" for t in p.times)
+        text += f" (reference {'->'.join(str(j + 1) for j in expected)}; times {_fmt(err)})"
+        ok = p.sequence == list(expected) and p.sequence[-1] == int(np.argmax(mu))
+        return text, bool(ok and err <= 1e-6)
+
+    return _row(
+        "L>=3",
+        f"l2-SAM rho={rho:g}, L={depth}, mu={_vec(mu)}, alpha={alpha}",
+        "j† path of the reduced flow in w (scipy), ending on the major coordinate "
+        "(q_j = mu_j w_j^(L-2) keep their order)",
+        "same sequence, times rel. err <= 1e-6",
+        measure,
+    )
+
+
 def check_depth(quick=False):
     mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     rows = [
@@ -626,39 +786,8 @@ def check_depth(quick=False):
     ]
     if quick:
         return rows
-    m = flows.L2SAM(1.0)
-
-    def m_odd():
-        b = critical_alpha(m, mu, depth=3, full_output=True)
-        return f"exists={b.exists}, alpha_c={b.value}", not b.exists
-
-    rows.append(
-        _row(
-            "L>=3",
-            f"l2-SAM rho=1, L=3, mu={_vec(mu)}",
-            "no collapse at odd L (dw/dtau = mu what^(L-1) >= 0): no alpha_c",
-            "critical_alpha reports none",
-            m_odd,
-        )
-    )
-    for depth in (3, 4):
-
-        def m_path(depth=depth):
-            p = regime_path(m, mu, 0.5, depth=depth)
-            seq = "->".join(str(j + 1) for j in p.sequence)
-            # finite times: every switch was seen on the flow, none appended by the theorem
-            ok = p.regime != "undetermined" and p.sequence[-1] == 4
-            return f"{p.regime}, j† = {seq}", ok and bool(np.all(np.isfinite(p.times)))
-
-        rows.append(
-            _row(
-                "L>=3",
-                f"l2-SAM rho=1, L={depth}, mu={_vec(mu)}, alpha=0.5",
-                "escape ends on the major coordinate (q_j = mu_j w_j^(L-2) keep their order)",
-                "j† ends at 5, every switch seen (finite times)",
-                m_path,
-            )
-        )
+    rows.append(_odd_depth_row(mu, 1.0, 3))
+    rows += [_path_row(mu, 1.0, 0.5, depth) for depth in (3, 4)]
     return rows
 
 

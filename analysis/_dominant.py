@@ -149,7 +149,10 @@ def dominant_at(theta):
     >>> int(analysis.dominant_at(theta)), int(analysis.dominant_at(np.ones((2, 3))))
     (2, 0)
     """
-    return jnp.argmax(log_abs_beta(theta), axis=-1)
+    size = log_abs_beta(theta)
+    if size.shape[-1] == 0:
+        raise ValueError(f"`theta` must have d >= 1 features; got shape {np.shape(theta)}.")
+    return jnp.argmax(size, axis=-1)
 
 
 def initial_index(theta0, rates0):

@@ -9,6 +9,7 @@ import types
 import jax.numpy as jnp
 import numpy as np
 import scipy.integrate
+import scipy.special
 
 import flows
 
@@ -61,13 +62,37 @@ def numpy_perturbation(method, g, t=0.0):
             return rho * g / np.linalg.norm(g, axis=1, keepdims=True)
         return rho * g / np.linalg.norm(g)
     if isinstance(method, flows.LinfSAM):
-        return float(method.rho) * np.sign(g)
+        u = np.sign(g) if method.delta is None else np.tanh(g / float(method.delta))
+        return float(method.rho) * u
     if isinstance(method, flows.LESAM):
         sigma = method.sigma(t) if callable(method.sigma) else float(method.sigma)
         norm = np.linalg.norm(g)
         rho_t = min(sigma / (norm + float(method.eps)), float(method.rho_max))
         return rho_t * g / norm
     raise NotImplementedError(type(method))
+
+
+def numpy_logistic_grad(theta, data):
+    r"""∇L(θ) of the mean logistic loss of a depth-L diagonal network (numpy): with
+    β = Π_l θ_l and m_i = y_i⟨x_i, β⟩, ∂L/∂θ_l = (1/n) Σ_i ℓ'(m_i) y_i x_i ⊙ Π_{k≠l} θ_k,
+    ℓ'(m) = −1/(1 + e^m)."""
+    theta = np.asarray(theta, dtype=float)
+    z = np.asarray(data.y, dtype=float)[:, None] * np.asarray(data.X, dtype=float)
+    dl = -scipy.special.expit(-(z @ np.prod(theta, axis=0)))
+    r = dl @ z / z.shape[0]  # ∂L/∂β
+    others = [np.prod(np.delete(theta, k, axis=0), axis=0) for k in range(len(theta))]
+    return r * np.array(others)
+
+
+def numpy_iterate(method, data, theta0, lr, steps):
+    """θ_0..θ_steps of θ_{k+1} = θ_k − η∇L(θ_k + ε(θ_k, ∇L(θ_k))) (logistic loss, t = kη),
+    with ε from :func:`numpy_perturbation`: an independent discrete SAM update."""
+    thetas = [np.asarray(theta0, dtype=float)]
+    for k in range(steps):
+        theta = thetas[-1]
+        eps = numpy_perturbation(method, numpy_logistic_grad(theta, data), t=k * lr)
+        thetas.append(theta - lr * numpy_logistic_grad(theta + eps, data))
+    return np.array(thetas)
 
 
 def reduced_l2sam_field(mu, rho, depth):

@@ -82,18 +82,20 @@ def test_large_sigma_columns_are_l2sam_at_rho_max(quick):
     assert np.array_equal(data["regime"][:, cols], np.repeat(l2[:, None], cols.sum(), axis=1))
 
 
-def test_map_cells_next_to_each_boundary_agree_with_analysis(quick):
-    """Both cells of every α-adjacent pair with different regimes, in three σ columns."""
+def test_map_cells_next_to_each_boundary_agree_with_the_reduced_flow(quick):
+    """Both cells of every α-adjacent pair with different regimes, in three σ columns, against
+    the reduced LE-SAM flow with the exact ℓ'(m) and the cap (:func:`_reduced_lesam_regime`)."""
     _, data = quick
     code, alphas, sigmas = data["regime"], data["alpha"], data["sigma"]  # code: (alpha, sigma)
-    checked = 0
+    checked = []
     for j in (0, code.shape[1] // 2, code.shape[1] - 1):
         for i in np.flatnonzero(code[1:, j] != code[:-1, j]):
             for k in (i, i + 1):
-                got = _regime(flows.LESAM(float(sigmas[j]), 0.3), alphas[k])
-                assert got == REGIMES[code[k, j]], (alphas[k], sigmas[j])
-                checked += 1
-    assert checked >= 8  # collapse|sequential and sequential|direct in each column, or so
+                want = _reduced_lesam_regime(float(alphas[k]), float(sigmas[j]), scale_free=False)
+                assert REGIMES[code[k, j]] == want, (alphas[k], sigmas[j])
+                checked.append(want)
+    assert len(checked) >= 8  # collapse|sequential and sequential|direct in each column, or so
+    assert set(checked) == {"collapse", "sequential", "direct"}
 
 
 def test_public_default_regimes_are_l2sam_at_rho_max():

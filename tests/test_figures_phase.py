@@ -1,7 +1,8 @@
 """``python -m figures phase`` (issue 12, item 7): the user's own phase diagram is swept, saved
-and drawn; its regimes agree with :func:`analysis.regime` point by point and with the sympy
-bounds of :func:`analysis.l2sam_thresholds`; a rerun reads the cache; a TOML file gives the same
-diagram as the flags; and every bad input is one line naming its flag, before any computing."""
+and drawn; its regimes agree with the scalar reduction of the balanced single-example flow
+point by point and with the sympy bounds of :func:`analysis.l2sam_thresholds`; a rerun reads the
+cache; a TOML file gives the same diagram as the flags; and every bad input is one line naming
+its flag, before any computing."""
 
 import os
 import shlex
@@ -18,6 +19,7 @@ import analysis
 import figures
 import flows
 from figures import _phase_cli
+from tests.helpers import reduced_l2sam_alpha_c, reduced_l2sam_switches
 from tests.test_cli import one_line_error
 
 MU = np.arange(1.0, 6.0)
@@ -57,15 +59,36 @@ def test_writes_the_figure_and_the_data(flag_run):
     assert "--alpha 0.02:3:6" in ds.attrs["command"]
 
 
-def test_codes_agree_with_analysis_regime(flag_run):
-    """An independent run of :func:`analysis.regime` at one point of each region and at points
+def _reduced_regime(mu, alpha, rho, depth):
+    """ℓ2-SAM's regime from the uniform start α, without :mod:`analysis`. L = 2: collapse below
+    α_c = ρ k_c (k_c bisected on the scalar reduction at ρ = 1, tests.helpers.reduced_l2sam_alpha_c;
+    the rays α = kρ), direct above the closed form α_direct = ρ(μ_(d) + μ_(d−1))/(√2‖μ‖) (where
+    the major coordinate leads from τ = 0⁺ and for good), sequential between; each start 1% or
+    more from both. Odd L (no collapse): "direct" when the j† path of the reduced flow
+    (tests.helpers.reduced_l2sam_switches) is argmax μ throughout, else "sequential"."""
+    mu = np.asarray(mu, dtype=float)
+    if depth % 2:
+        seq, _ = reduced_l2sam_switches(mu, alpha, rho, depth)
+        return "direct" if seq == [int(np.argmax(mu))] else "sequential"
+    assert depth == 2
+    alpha_c = rho * reduced_l2sam_alpha_c(mu=tuple(float(m) for m in mu))
+    alpha_d = rho * np.sort(mu)[-2:].sum() / (np.sqrt(2.0) * np.linalg.norm(mu))
+    assert min(abs(alpha / alpha_c - 1), abs(alpha / alpha_d - 1)) > 0.01
+    return "collapse" if alpha < alpha_c else "sequential" if alpha < alpha_d else "direct"
+
+
+def test_codes_agree_with_the_reduction(flag_run):
+    """The scalar reduction (:func:`_reduced_regime`) at one point of each region and at points
     next to the boundaries."""
     ds = xr.load_dataset(flag_run / "phase.nc")
     regimes = ds.attrs["regimes"].split()
+    seen = set()
     for i, j in ((0, 4), (2, 2), (3, 1), (4, 4), (5, 0), (1, 0)):
         alpha, rho = float(ds["alpha"][i]), float(ds["rho"][j])
-        expected = analysis.regime(flows.L2SAM(rho), MU, alpha, depth=2)
+        expected = _reduced_regime(MU, alpha, rho, 2)
         assert regimes[int(ds["code"][i, j])] == expected, (alpha, rho)
+        seen.add(expected)
+    assert seen == {"collapse", "sequential", "direct"}
 
 
 def test_codes_respect_the_sympy_bounds(flag_run):
@@ -175,11 +198,13 @@ def test_depth_axis_as_a_process(tmp_path):
     ds = xr.load_dataset(out / "phase.nc")
     assert ds["code"].dims == ("depth", "alpha")
     regimes = ds.attrs["regimes"].split()
+    # L = 2: 0.1 is below the all-shrink bound ρμ_1/(√2‖μ‖) = 0.189 (collapse), 2 above
+    # α_direct = ρ(μ_3 + μ_2)/(√2‖μ‖) = 0.945 (direct); L = 3 from the reduced flow.
+    expected = {(2, 0): "collapse", (2, 2): "direct"}
+    expected |= {(3, i): _reduced_regime(MU3, float(ds["alpha"][i]), 1.0, 3) for i in (0, 2)}
     for k, depth in enumerate(ds["depth"].values):
         for i in (0, 2):
-            alpha = float(ds["alpha"][i])
-            expected = analysis.regime(flows.L2SAM(1.0), [1.0, 2.0, 3.0], alpha, depth=int(depth))
-            assert regimes[int(ds["code"][k, i])] == expected, (depth, alpha)
+            assert regimes[int(ds["code"][k, i])] == expected[int(depth), i], (depth, i)
     assert (out / "phase.png").is_file() and (out / "phase.pdf").is_file()
 
 
@@ -187,7 +212,7 @@ def test_exact_linf_sign_without_delta(tmp_path):
     """Without --delta, ℓ∞-SAM takes the exact sign (the Filippov flow). On a balanced start
     the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} (science.md §5): at L = 2,
     α < ρ collapses and α > ρ escapes with the largest μ_j ahead from the start (direct).
-    Every cell is checked against this rule and against :func:`analysis.regime`."""
+    Every cell is checked against this rule."""
     out = tmp_path / "out"
     args = ["phase", "--method", "linfsam", "--rho", "0.5,0.8", "--alpha", "0.2,0.6,0.7,1.5"]
     args += ["--mu", "1,2,3", "--out", str(out), "--quiet"]
@@ -199,7 +224,6 @@ def test_exact_linf_sign_without_delta(tmp_path):
         for j, rho in enumerate(ds["rho"].values):
             got = regimes[int(ds["code"][i, j])]
             assert got == ("collapse" if alpha < rho else "direct"), (alpha, rho)
-            assert got == analysis.regime(flows.LinfSAM(float(rho)), MU3, float(alpha))
 
 
 def test_help_documents_ranges_methods_and_examples(capsys):

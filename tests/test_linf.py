@@ -500,8 +500,29 @@ def test_two_coordinates_slide_on_curved_surfaces_with_dense_output():
     assert errors[-1] < 3e-5, errors
     saved = np.asarray(jax.vmap(flow.evaluate)(ts))
     np.testing.assert_allclose(saved, np.asarray(flow.thetas), rtol=1e-12, atol=1e-15)
+    # β_1 > β_2 at every saved time: the joined dense output shows no switch either
+    b = np.asarray(flows.beta(flow.thetas))
+    assert np.all(b[:, 0] > b[:, 1])
     switches = analysis.switch_times(flow)
-    assert np.all((np.asarray(switches.times) >= 0) & (np.asarray(switches.times) <= t1))
+    assert switches.sequence == [0] and np.asarray(switches.times).size == 0
+
+
+def test_switch_time_after_a_death_on_the_joined_dense_output():
+    """L = 2, one example: w_j = ρ + (α_j − ρ)e^{μ_jτ} until w_j = 0 (then held). Coordinate 1
+    dies at τ_d = ln(ρ/(ρ − α_1))/μ_1 (the flow slides from there: a joined dense output);
+    3 overtakes 2 later, at (α_2 − ρ)e^{μ_2τ} = (α_3 − ρ)e^{μ_3τ}: τ = ln 3 here."""
+    import analysis
+
+    alpha = np.array([0.3, 1.1, 0.7])
+    traj = _solve_l2(alpha, 2.0, None, dense=True, rtol=1e-10, atol=1e-12)
+    assert traj.status_name == "ok" and int(traj.n_switches) == 1
+    tau_dead = np.log(RHO / (RHO - alpha[0])) / MU3[0]
+    tau_switch = np.log((alpha[1] - RHO) / (alpha[2] - RHO)) / float(MU3[2] - MU3[1])
+    assert 0 < tau_dead < tau_switch and tau_switch == pytest.approx(np.log(3.0), rel=1e-15)
+    np.testing.assert_allclose(float(traj.t_sliding), 2.0 - tau_dead, rtol=1e-8)
+    switches = analysis.switch_times(traj)
+    assert switches.sequence == [1, 2]
+    np.testing.assert_allclose(switches.times, [tau_switch], rtol=1e-8)
 
 
 def test_stiff_solver_filippov_closed_form():

@@ -248,7 +248,15 @@ def test_regime_path_user_atol_is_absolute():
     # A number stays an absolute tolerance (the documented meaning): 1e-30 exceeds the weights
     # of the λ = 1e-30 twin, whose solve then stops resolving them; with the default (relative
     # to θ₀) the same twin collapses as at λ = 1.
+    # An absolute 1e-30 at λ = 1e-30 is the scale twin of atol = 1 at λ = 1 (θ → λθ, same τ at
+    # L = 2): a solve that resolves nothing, which escapes through 1 -> 3 -> 1 -> 3 instead of
+    # collapsing. Read as relative, 1e-30 would resolve the weights and the twin would collapse.
     lam = 1e-30
     assert analysis.regime(flows.L2SAM(lam), MU3, 0.1 * lam) == "collapse"
     r = analysis.regime_path(flows.L2SAM(lam), MU3, 0.1 * lam, atol=1e-30)
-    assert r.regime != "collapse" or abs(r.t_end - _collapse_reference(0.1)[2]) > 1e-3
+    one = analysis.regime_path(flows.L2SAM(1.0), MU3, 0.1, atol=1.0)
+    assert (r.regime, r.status, r.sequence) == ("sequential", "escaped", [0, 2, 0, 2])
+    assert (one.regime, one.status, one.sequence) == (r.regime, r.status, r.sequence)
+    np.testing.assert_allclose(r.times, one.times, rtol=1e-9)
+    np.testing.assert_allclose(r.t_end, one.t_end, rtol=1e-9)
+    assert abs(r.t_end - _collapse_reference(0.1)[2]) > 1e-3
