@@ -1,5 +1,6 @@
 r"""Phase diagrams as labelled data: the per-run layer swept over a grid (``xarray.Dataset``)."""
 
+import dataclasses
 import hashlib
 from importlib import metadata
 from pathlib import Path
@@ -49,9 +50,7 @@ def _whole(x):
 def describe(method) -> str:
     """A readable, reproducible description of a method: its type and field values."""
     parts = []
-    for name in method.__dataclass_fields__:
-        if name == "scale_free":
-            continue
+    for name in (f.name for f in dataclasses.fields(method)):  # not the class variables
         value = getattr(method, name)
         if callable(value):
             value = f"<schedule {getattr(value, '__name__', type(value).__name__)}>"

@@ -305,11 +305,7 @@ def _conditions(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_to
             values[k] = -(math.log(ratio) - math.log(escape))
             k += 1
     if loss_tol > 0.0:
-        n = X.shape[0]
-        total = 0.0
-        for i in range(n):
-            total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
-        values[k] = math.log(total / n) - math.log(loss_tol)
+        values[k] = math.log(_mean_loss(y, w, X, Y, loss, L, d)) - math.log(loss_tol)
         k += 1
     room = -np.inf
     for j in range(d):
@@ -375,14 +371,19 @@ def _going(y, w, X, Y, loss, L, d, norm0, collapse, escape, loss_tol):
             return -1.0
         if escape > 0.0 and not ratio < escape:
             return -1.0
-    if loss_tol > 0.0:
-        n = X.shape[0]
-        total = 0.0
-        for i in range(n):
-            total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
-        if not total / n > loss_tol:
-            return -1.0
+    if loss_tol > 0.0 and not _mean_loss(y, w, X, Y, loss, L, d) > loss_tol:
+        return -1.0
     return 1.0
+
+
+@_inline
+def _mean_loss(y, w, X, Y, loss, L, d):
+    """L(θ) of lane w: the mean of ℓ(m_i) over the examples."""
+    n = X.shape[0]
+    total = 0.0
+    for i in range(n):
+        total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
+    return total / n
 
 
 @_inline
@@ -583,12 +584,31 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 for i in range(ns):
                     saved[n, k, i] = np.nan
             old[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse, escape, loss_tol)
+            if loss_tol > 0.0 and not _mean_loss(y, w, X, Y, loss, L, d) > loss_tol:
+                # a start at or below loss_tol has converged at t = 0 (no step, no event)
+                status[n] = _CONVERGED
+                t_end[n] = 0.0
+                n_steps[n] = 0
+                n_rejected[n] = 0
+                for i in range(ns):
+                    yend[n, i] = y[i, w]
+                for k in range(T):
+                    if ts[k] <= 0.0:
+                        for i in range(ns):
+                            saved[n, k, i] = y[i, w]
+                traj[w] = -1
+                active -= 1
+                for i in range(ns):
+                    y[i, w] = 1.0
+                continue
             # f(0, y0), the first stage (the other lanes' values are thrown away)
             _field(y, fs, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
             for i in range(ns):
                 f[i, w] = fs[i, w]
         if active == 0:
-            break
+            if nxt >= last:
+                break
+            continue
         # one step on every lane: K_s = h f(y + Σ_r a_sr K_r), in flat loops over the
         # (ns, W) blocks (long loops that LLVM vectorises)
         for w in range(W):

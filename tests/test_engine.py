@@ -276,3 +276,22 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="cannot run under jax.jit"):
         jax.jit(lambda a: flows.solve(flows.GD(), data, flows.balanced_init(a, 2, 2), t1=1.0,
                                       backend="numba").t_end)(0.5)  # fmt: skip
+
+
+def test_a_start_below_loss_tol_has_converged_at_zero():
+    """L(θ₀) = log(1 + e^{-m₀}) with m₀ = Σ μ_j α² = 1.5 (α = 0.5): 0.2014 < 0.6, so the run
+    is converged at t = 0; a start above (α = 0.1, m₀ = 0.06) runs as diffrax runs it."""
+    data = flows.single_example([1.0, 2.0, 3.0])
+    assert abs(np.log1p(np.exp(-1.5)) - 0.2014) < 1e-4
+    theta0 = np.stack([flows.balanced_init(a, 2, 3) for a in (0.5, 0.1)])
+    ts = np.linspace(0.0, 5.0, 6)
+    ours = flows.solve_many(flows.GD(), data, theta0, t1=5.0, ts=ts,
+                            options=NUMBA.replace(loss_tol=0.6))  # fmt: skip
+    assert ours.status_name.tolist()[0] == "converged"
+    assert float(ours.t_end[0]) == 0.0 and int(ours.n_steps[0]) == 0
+    np.testing.assert_array_equal(ours.theta_end[0], theta0[0])
+    np.testing.assert_array_equal(ours.thetas[0, 0], theta0[0])
+    assert np.all(np.isnan(ours.thetas[0, 1:]))
+    ref = flows.solve(flows.GD(), data, theta0[1], t1=5.0, ts=ts, loss_tol=0.6)
+    assert ours.status_name[1] == ref.status_name == "converged"
+    np.testing.assert_allclose(float(ours.t_end[1]), float(ref.t_end), rtol=1e-9)
