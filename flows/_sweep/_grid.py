@@ -55,6 +55,12 @@ def _as_static(static: Mapping | None) -> dict[str, list]:
     return out
 
 
+def _label(fn) -> str:
+    """``module.qualname`` of a function, or of a callable object's class (no address)."""
+    named = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(named, '__module__', None)}.{getattr(named, '__qualname__', '?')}"
+
+
 def fill_failed(out_like: dict, n: int) -> dict:
     """Outputs for ``n`` points with no value: NaN (float), False (bool) or -1 (int)."""
 
@@ -149,7 +155,7 @@ class Grid:
     def describe(self, fn, order, config: dict) -> dict:
         """The configuration recorded in the manifest (JSON-able) and hashed into the key."""
         return {
-            "fn": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}",
+            "fn": _label(fn),
             "params": {
                 k: a.tolist() if a.size <= 4096 else f"{a.dtype}{a.shape}"
                 for k, a in self.axes.items()
@@ -160,7 +166,7 @@ class Grid:
             },
             "product": self.product,
             "grid_shape": list(self.grid_shape),
-            "order": None if order is None else getattr(order, "__qualname__", repr(order)),
+            "order": None if order is None else _label(order),
             "config": config,
         }
 
