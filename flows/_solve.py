@@ -17,8 +17,8 @@ from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
 from ._options import OPTION_DEFAULTS, SolverOptions
-from ._problem import Dataset, check_loss, check_theta
-from ._trajectory import Trajectory
+from ._problem import Dataset, check_loss, check_theta, objective
+from ._trajectory import Status, Trajectory
 from ._validate import as_array, check_scalar, is_traced
 
 # `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
@@ -185,6 +185,7 @@ def solve(
         else:
             field = Field(method, data, loss, rescaled, clock)
             traj = driver.solve_smooth(field, theta0, ts, t1, options)
+    traj = _converged_at_start(traj, theta0, data, loss, options.loss_tol)
     if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
         warnings.warn(
             "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "
@@ -194,6 +195,56 @@ def solve(
             stacklevel=2,
         )
     return traj
+
+
+def _converged_at_start(traj: Trajectory, theta0, data, loss, loss_tol) -> Trajectory:
+    r"""The run of a start with :math:`\mathcal L(\theta_0)\le` ``loss_tol``: ``converged`` at 0.
+
+    The loss event fires where the loss crosses ``loss_tol`` downwards, which a
+    run that starts below it never does; such a run stopped at once: status
+    ``converged``, ``t_end = t_real_end = 0``, ``theta_end = θ₀``, no steps, no
+    saved state after 0 and a dense output reduced to the point 0. Applied as
+    a selection, so that it holds under ``jax.jit``/``jax.vmap`` too.
+    """
+    if loss_tol is None:
+        return traj
+    at_start = objective(theta0, data, loss) <= loss_tol
+    if not is_traced(at_start) and not bool(at_start):
+        return traj
+    kept = ~at_start | (traj.ts <= 0.0)  # saved times the run reached
+
+    def pick(stopped, ran):
+        return jnp.where(at_start, jnp.asarray(stopped, dtype=jnp.result_type(ran)), ran)
+
+    def mask(x):
+        return jnp.where(kept.reshape(kept.shape + (1,) * (x.ndim - 1)), x, jnp.nan)
+
+    zero = jnp.zeros((), jnp.float64)
+    out = eqx.tree_at(
+        lambda t: (t.thetas, t.beta, t.loss, t.t_real, t.status, t.t_end, t.theta_end),
+        traj,
+        (
+            mask(traj.thetas), mask(traj.beta), mask(traj.loss), mask(traj.t_real),
+            pick(Status.CONVERGED, traj.status), pick(zero, traj.t_end),
+            pick(theta0, traj.theta_end),
+        ),
+    )  # fmt: skip
+    out = eqx.tree_at(
+        lambda t: (t.t_real_end, t.n_steps, t.n_rejected, t.n_switches, t.t_sliding, t.ambiguous),
+        out,
+        (
+            pick(zero, traj.t_real_end), pick(0, traj.n_steps), pick(0, traj.n_rejected),
+            pick(0, traj.n_switches), pick(zero, traj.t_sliding), pick(False, traj.ambiguous),
+        ),
+    )  # fmt: skip
+    if traj.interpolation is not None:
+        dense = traj.interpolation
+        out = eqx.tree_at(
+            lambda t: (t.interpolation.size, t.interpolation.s_end),
+            out,
+            (pick(0, dense.size), pick(zero, dense.s_end)),
+        )
+    return out
 
 
 def _check_options(options, given) -> SolverOptions:
