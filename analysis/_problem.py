@@ -19,7 +19,7 @@ import numpy as np
 import flows
 from flows._methods import check_method as check_method
 from flows._problem import check_data as check_data
-from flows._validate import WrongTypeError, as_array, check_int, is_traced
+from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
 
 
 def check_mu(mu) -> np.ndarray:
@@ -49,13 +49,19 @@ def check_depth(depth) -> int:
     return check_int("depth", depth, minimum=1)
 
 
-def check_positive(name: str, value, *, upper: float = np.inf) -> float:
-    """Validate a real number in ``(0, upper)``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise WrongTypeError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
-    if not 0 < float(value) < upper:
-        raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
-    return float(value)
+def check_positive(name: str, value, *, upper: float = np.inf, lower: float = 0.0) -> float:
+    """Validate a real number in ``(lower, upper)`` (``[lower, upper)`` for a ``lower`` > 0).
+
+    A concrete real scalar is accepted in any form (Python, NumPy or 0-d JAX), a
+    bool in none.
+    """
+    number = real_number(value)
+    what = f"a number in [{lower:.6g}, {upper})" if lower > 0 else f"a number in (0, {upper})"
+    if number is None:
+        raise WrongTypeError(f"`{name}` must be {what}; got {value!r}.")
+    if not (lower <= number if lower > 0 else 0 < number) or not number < upper:
+        raise ValueError(f"`{name}` must be {what}; got {value!r}.")
+    return number
 
 
 def check_count(name: str, value, minimum: int = 1) -> int:

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _rk
-from ._validate import check_int
+from ._validate import check_int, real_number
 
 # Solver names accepted by ``solve(..., solver=...)``. Tsit5 is the default: away
 # from the ℓ∞ switching surfaces these flows are smooth and non-stiff (the
@@ -50,11 +50,13 @@ STALL_STEP = 1e-12
 
 
 def _check_tol(name, value, low, high):
+    """None, or a concrete real number (Python, NumPy or 0-d JAX; not a bool) in (low, high)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
+    number = real_number(value)
+    if number is None or not low < number < high:
         raise ValueError(f"`{name}` must be None or a number in ({low}, {high}); got {value!r}.")
-    return float(value)
+    return number
 
 
 def _check_atol(atol):
