@@ -23,12 +23,17 @@ from flows._validate import WrongTypeError, as_array, check_int, is_traced, real
 
 
 def check_mu(mu) -> np.ndarray:
-    r"""Validate a single example :math:`\mu`: 1-D, finite, positive, unique largest entry."""
+    r"""Validate a single example :math:`\mu`: 1-D, finite, normal, > 0, one largest entry."""
     arr = np.asarray(as_array("mu", mu, "a 1-D array of real numbers > 0"))
     if arr.ndim != 1 or arr.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
         raise ValueError(f"`mu` must be finite and > 0 elementwise; got {arr!r}.")
+    if np.any(arr < np.finfo(np.float64).tiny):  # subnormal: its digits are already lost
+        raise ValueError(
+            f"`mu` entries must be normal float64 numbers >= {np.finfo(np.float64).tiny:.4g} "
+            f"(a subnormal entry has lost its precision); got {arr!r}."
+        )
     if np.sum(arr == arr.max()) != 1:
         raise ValueError(f"`mu` must have a unique largest entry (argmax μ); got {arr!r}.")
     return arr

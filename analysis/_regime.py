@@ -42,6 +42,9 @@ COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = range(len(REGIMES))
 #: 1/|α/α_c - 1| and the motion slows down as a power of τ, gets geometrically longer budgets.
 T_FACTOR = 1e6
 T_GROWTH = 10.0
+#: The largest τ budget: a time unit near float64's range (μ near its smallest normal,
+#: or s^(2-L) at small s) would otherwise make the budget infinite.
+T_MAX = 1e300
 
 #: The default absolute tolerance of every solve of a run, relative to the run's FIRST start:
 #: :math:`\mathrm{atol}=` ``ATOL_REL`` :math:`\cdot\max|\theta_0|` (:func:`start_atol`).
@@ -69,8 +72,10 @@ def start_atol(atol, theta0):
 
 
 def budget(theta, mu, bound, depth: int, restarts):
-    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations."""
-    return T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth)
+    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations.
+
+    At most ``T_MAX`` (finite where the time unit overflows)."""
+    return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth), T_MAX)
 
 
 def regime_code(collapsed, settled, leader, visited_other, target):

@@ -30,6 +30,8 @@ DIFFRAX_SOLVERS = {
     "kvaerno3": diffrax.Kvaerno3,
     "kvaerno5": diffrax.Kvaerno5,
 }
+#: The largest step budget: step counters are int64 and count a little past the budget.
+MAX_STEPS = 2**62
 SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
 BACKENDS = ("diffrax", "scipy")
 # atol="auto" is this times max|θ₀| (this itself where θ₀ = 0).
@@ -98,6 +100,11 @@ def _check_solver(solver, backend):
             raise ValueError(
                 f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
             )
+        if not isinstance(solver, diffrax.AbstractAdaptiveSolver):
+            raise ValueError(
+                "`solver` must be an adaptive diffrax solver (one with an error estimate, "
+                f"e.g. diffrax.Tsit5()): runs use a PID step-size controller; got {solver!r}."
+            )
         return solver
     solver = "LSODA" if solver is None else solver
     if not isinstance(solver, str) or solver not in SCIPY_SOLVERS:
@@ -137,7 +144,7 @@ class SolverOptions(eqx.Module):
             at once. From 1e-150 to 1e150 the twins agree on both backends
             (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
             overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
-        max_steps: step budget, an integer >= 1.
+        max_steps: step budget, an integer in [1, 2**62].
         collapse_tol: relative collapse threshold in (0, 1), or None.
         escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
             rescaled flow, none for the plain flow).
@@ -191,7 +198,7 @@ class SolverOptions(eqx.Module):
             raise ValueError(
                 "`rtol` and `atol` must be positive numbers (or atol='auto'), not None."
             )
-        self.max_steps = check_int("max_steps", max_steps, minimum=1)
+        self.max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
         self.collapse_tol = _check_tol("collapse_tol", collapse_tol, 0.0, 1.0)
         if not (isinstance(escape_tol, str) and escape_tol == "auto"):
             escape_tol = _check_tol("escape_tol", escape_tol, 1.0, np.inf)

@@ -109,10 +109,14 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
     return arr
 
 
-def check_int(name: str, x, *, minimum: int) -> int:
-    """Check a static integer parameter (depth, step counts)."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise WrongTypeError(f"`{name}` must be a Python integer >= {minimum}; got {x!r}.")
-    if x < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}; got {x!r}.")
+def check_int(name: str, x, *, minimum: int, maximum: int | None = None) -> int:
+    """Check a static integer parameter (depth, step counts): in [minimum, maximum]."""
+    shown = maximum
+    if maximum is not None and maximum >= 2**20 and maximum & (maximum - 1) == 0:
+        shown = f"2**{maximum.bit_length() - 1}"  # a power of two, as one
+    accepted = f">= {minimum}" if maximum is None else f"in [{minimum}, {shown}]"
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise WrongTypeError(f"`{name}` must be a Python integer {accepted}; got {x!r}.")
+    if x < minimum or (maximum is not None and x > maximum):
+        raise ValueError(f"`{name}` must be an integer {accepted}; got {x!r}.")
     return int(x)

@@ -138,3 +138,14 @@ def test_a_sweep_never_returns_a_result_of_another_function_or_state(
         else:
             _cfg.S, fn = s, _reads_module
         np.testing.assert_array_equal(_run(fn, d)["y"], A * s)
+
+
+def test_one_function_over_other_parameter_names():
+    """A second sweep of a function with a parameter the first left at its default."""
+
+    def scaled(a, b=1.0):
+        return {"y": a * b}
+
+    np.testing.assert_array_equal(_run(scaled)["y"], A)
+    r = flows.sweep(scaled, {"a": A, "b": [3.0]}, progress=False)
+    np.testing.assert_array_equal(r["y"][:, 0], A * 3.0)

@@ -28,8 +28,11 @@ def _as_axes(params: Mapping, name: str) -> dict[str, np.ndarray]:
                 f"`{name}[{key!r}]` must be a non-empty sequence of values (leading axis = "
                 f"grid axis); got shape {arr.shape}."
             )
-        if arr.dtype == object:
-            raise ValueError(f"`{name}[{key!r}]` must be numeric; pass Python values as `static`.")
+        if arr.dtype.kind not in "biuf":  # strings, objects, complex, dates
+            raise ValueError(
+                f"`{name}[{key!r}]` must be numbers (booleans, integers or reals); got dtype "
+                f"{arr.dtype}. Pass other Python values (strings, objects) as `static`."
+            )
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float64)
         axes[key] = arr
