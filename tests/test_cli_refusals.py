@@ -17,14 +17,14 @@ from flows._cli import run_command
 from tests.test_cli import one_line_error
 
 
+def _forbidden(*args, **kwargs):
+    raise AssertionError("a command-line error must stop the run before any computing")
+
+
 @pytest.fixture
 def no_computing(monkeypatch):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("a command-line error must stop the run before any computing")
-
-    monkeypatch.setattr(analysis, "phase_diagram", forbidden)
-    monkeypatch.setattr(flows, "sweep", forbidden)
-    monkeypatch.setattr(figures._cli, "make", forbidden)
+    for owner, name in ((analysis, "phase_diagram"), (flows, "sweep"), (figures._cli, "make")):
+        monkeypatch.setattr(owner, name, _forbidden)
 
 
 PHASE = ["phase", "--method", "l2sam", "--alpha", "0.1:1:3", "--rho", "0.1:1:3"]
