@@ -17,9 +17,28 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._methods import check_method as check_method
+from flows._methods import check_method as _check_flows_method
 from flows._problem import check_data as check_data
 from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
+
+
+def check_method(method) -> flows.AbstractMethod:
+    r"""A flows method the analysis can decide: LE-SAM only with a constant budget σ.
+
+    The analysis decides a regime on the rescaled flow, run to the collapse or the
+    escape, where the real time :math:`t(\tau)` diverges (it is carried only while
+    :math:`dt/d\tau<e^{30}`, :func:`flows.solve`): a schedule :math:`\sigma(t)` has no
+    value there, so it is refused with a ``ValueError`` naming ``method``.
+    """
+    method = _check_flows_method(method)
+    if isinstance(method, flows.LESAM) and callable(method.sigma):
+        raise ValueError(
+            "`method`: the analysis takes LE-SAM with a constant budget sigma (a number), "
+            "not a schedule sigma(t): it decides regimes on the rescaled flow, where the real "
+            "time t diverges at the escape and sigma(t) has no value; solve a schedule with "
+            "flows.solve."
+        )
+    return method
 
 
 def check_mu(mu) -> np.ndarray:

@@ -17,6 +17,7 @@ import flows
 
 DATA = flows.single_example([1.0, 2.0, 3.0])
 TH = flows.balanced_init(0.5, 2, 3)
+SCHEDULED = flows.LESAM(lambda t: 0.35 / (1.0 + t), 0.3)  # σ(t): refused by the analysis
 
 
 def _solve(**kw):
@@ -47,6 +48,9 @@ def _solve(**kw):
         ("params['a']", lambda: flows.sweep(lambda a: {"y": a}, {"a": ["x", "y"]})),
         ("mu", lambda: analysis.regime_path(flows.L2SAM(1.0), [1e-310, 1.0], 0.5)),
         ("mu", lambda: analysis.phase_diagram(flows.L2SAM(1.0), [1e-310, 2.0], alpha=[0.2])),
+        ("method", lambda: analysis.regime_path(SCHEDULED, [1.0, 2.0, 3.0], 0.5)),
+        ("method", lambda: analysis.critical_alpha(SCHEDULED, [1.0, 2.0, 3.0])),
+        ("method", lambda: analysis.phase_diagram(SCHEDULED, [1.0, 2.0], alpha=[0.2, 0.4])),
     ],
 )
 def test_refused_naming_the_argument(name, call):
