@@ -6,6 +6,8 @@ science.md §5, in tests/helpers.py), closed forms and the q-order theorem, neve
 
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.optimize
 
 import analysis
 import flows
@@ -252,3 +254,44 @@ def test_regime_path_user_atol_is_absolute():
     assert analysis.regime(flows.L2SAM(lam), MU3, 0.1 * lam) == "collapse"
     r = analysis.regime_path(flows.L2SAM(lam), MU3, 0.1 * lam, atol=1e-30)
     assert r.regime != "collapse" or abs(r.t_end - _collapse_reference(0.1)[2]) > 1e-3
+
+
+def _reduced_l2sam_log_switches(mu, alpha, rho, t_end):
+    r"""(sequence, switch times) of j† for balanced ℓ2-SAM at L = 2 in log variables (scipy).
+
+    From the uniform start, :math:`\log w_j(\tau)=\log\alpha+\mu_j\tau-c\mu_j^2Y(\tau)` with
+    :math:`c=\rho/\sqrt2` and the one scalar :math:`dY/d\tau=1/\lVert(\mu_jw_j)_j\rVert`
+    (science.md §5): its accuracy does not depend on how small a weight gets. j† changes
+    where two :math:`\log w_j` cross (brentq on the dense output)."""
+    mu, c = np.asarray(mu, dtype=float), rho / np.sqrt(2.0)
+
+    def log_w(t, y):
+        return np.log(alpha) + mu * t - c * mu**2 * y
+
+    def f(t, y):
+        q = np.log(mu) + log_w(t, y[0])
+        return [np.exp(-q.max()) / np.linalg.norm(np.exp(q - q.max()))]
+
+    sol = scipy.integrate.solve_ivp(
+        f, (0.0, t_end), [0.0], method="DOP853", rtol=1e-13, atol=1e-16, dense_output=True
+    )
+    ts = np.linspace(1e-9, t_end, 20001)
+    lead = np.argmax(log_w(ts[:, None], sol.sol(ts)[0][:, None]), axis=1)
+    at = np.flatnonzero(lead[1:] != lead[:-1])
+
+    def gap(t, a, b):
+        lw = log_w(t, sol.sol(t)[0])
+        return lw[a] - lw[b]
+
+    times = [scipy.optimize.brentq(gap, ts[k], ts[k + 1], (lead[k], lead[k + 1])) for k in at]
+    return [int(lead[0])] + [int(lead[k + 1]) for k in at], np.array(times)
+
+
+def test_switch_times_while_minor_weights_decay_far_below_the_start():
+    """The plateau takes the minor weights to ~1e-48 of the start; the last switch is still
+    resolved to 1e-9 against the log-variable reduction (48.4567, not 48.4230)."""
+    mu, alpha = [0.5, 1.0, 4.0], 0.48
+    sequence, times = _reduced_l2sam_log_switches(mu, alpha, 1.0, 100.0)
+    r = analysis.regime_path(flows.L2SAM(1.0), mu, alpha)
+    assert r.sequence == sequence == [1, 0, 1, 2]
+    np.testing.assert_allclose(r.times, times, rtol=1e-9)
