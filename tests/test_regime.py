@@ -4,10 +4,14 @@ Expected values come from independent integrations (scipy on the reduced balance
 science.md §5, in tests/helpers.py), closed forms and the q-order theorem, never from the code.
 """
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.integrate
 import scipy.optimize
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import analysis
 import flows
@@ -295,3 +299,25 @@ def test_switch_times_while_minor_weights_decay_far_below_the_start():
     r = analysis.regime_path(flows.L2SAM(1.0), mu, alpha)
     assert r.sequence == sequence == [1, 0, 1, 2]
     np.testing.assert_allclose(r.times, times, rtol=1e-9)
+
+
+@functools.cache
+def _twin_at_scale_one(depth, alpha):
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
+    return r.regime, r.status, r.sequence
+
+
+@settings(max_examples=4, deadline=None)
+@given(
+    depth=st.sampled_from([2, 3, 4, 6]),
+    k=st.integers(-12, 12),
+    alpha=st.sampled_from([0.5, 0.7]),
+)
+@example(depth=4, k=-6, alpha=0.7)  # rounding at the uniform start read as switches
+@example(depth=4, k=-6, alpha=0.5)
+@example(depth=6, k=-6, alpha=0.5)
+def test_regime_path_is_scale_invariant(depth, k, alpha):
+    """(λα, λρ) has the sequence, regime and status of its twin at λ = 1 (science.md §5)."""
+    lam = 10.0**k
+    r = analysis.regime_path(flows.L2SAM(lam), MU, alpha * lam, depth=depth)
+    assert (r.regime, r.status, r.sequence) == _twin_at_scale_one(depth, alpha)
