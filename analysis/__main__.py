@@ -3,7 +3,9 @@
 
 import sys
 
+from flows._cli import run_command
+
 from ._check import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_command("python -m analysis", main))

@@ -34,6 +34,8 @@ from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED
 from ._run import run, run_options, start_code
 
 KINDS = ("collapse", "direct")
+#: The smallest ``rtol``: float64's resolution 2^-52 (a narrower bracket holds no float).
+_RTOL_FLOOR = float(np.finfo(np.float64).eps)
 
 
 class Boundary(NamedTuple):
@@ -189,7 +191,8 @@ def boundary(
         depth: :math:`L\ge1`.
         bracket: ``(p_below, p_above)``.
         kind: ``"collapse"`` or ``"direct"``.
-        rtol: relative width of the final bracket.
+        rtol: relative width of the final bracket, in [2^-52, 0.1): float64 resolves
+            no narrower one. The bisection also stops at two adjacent floats.
         points: values per vmapped round.
         log: spread the first round's values geometrically (positive brackets only).
         max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`
@@ -228,7 +231,9 @@ def boundary(
         raise ValueError(
             "`mu` must have d >= 2 entries for kind='direct': with d = 1 every escape is direct."
         )
-    rtol = check_positive("rtol", rtol, upper=0.1)
+    # A bracket narrower than a float64 ulp cannot be resolved: the bisection would stall
+    # on two adjacent floats.
+    rtol = check_positive("rtol", rtol, upper=0.1, lower=_RTOL_FLOOR)
     points = check_count("points", points, 2)
     max_passes = check_count("max_passes", max_passes)
     check_positive("solver_rtol", solver_rtol, upper=1.0)
@@ -294,7 +299,7 @@ def boundary(
         raise ValueError(f"`bracket`: no change of regime between {lo:g} and {hi:g}.")
     lo, hi = found
     solves, rounds = points, 0
-    while abs(hi - lo) > rtol * abs(lo):
+    while abs(hi - lo) > rtol * abs(lo) and np.nextafter(lo, hi) != hi:  # no float between
         inner = lo + (hi - lo) * np.arange(1, points + 1) / (points + 1)
         lo, hi = _change(
             np.r_[lo, inner, hi], np.r_[True, flags(inner), False], "inside the bracket"
@@ -314,6 +319,15 @@ def _scale(method) -> float:
 def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
     method = check_method(method)
     scan = check_count("scan", scan)
+    s = _scale(method)
+    # The default bracket s·2^(±scan + 1/π) and its log-spaced values stay within
+    # [1e-300, 1e300], where the runs and the ratio of the ends (2^(2 scan)) are finite.
+    widest = int(min(np.log2(1e300 / s), np.log2(s / 1e-300), 511) - 1)
+    if bracket is None and scan > widest:
+        raise ValueError(
+            f"`scan` must be an integer in [1, {widest}] for this method's scale {s:g}, so that "
+            f"the bracket {s:g}·2^(±scan) stays within [1e-300, 1e300]; got {scan!r}."
+        )
     if bracket is not None:  # α > 0: else the error would blame the internal `family`
         ends = np.asarray(as_array("bracket", bracket, "(lo, hi), two initial scales α > 0"))
         if ends.shape != (2,) or not np.all(np.isfinite(ends) & (ends > 0)):
@@ -324,7 +338,6 @@ def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
     if default:
         # Offset by 1/π octave so that no scan point sits on a simple ratio such as
         # α = ρ, where ℓ∞-SAM has an equilibrium (neither collapse nor escape).
-        s = _scale(method)
         bracket = (s * 2.0 ** (-scan + 1 / np.pi), s * 2.0 ** (scan + 1 / np.pi))
     out = boundary(
         lambda a: (method, a),

@@ -252,8 +252,7 @@ def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
     frac = np.arange(samples_per_step) / samples_per_step
     grid = np.unique(np.append((nodes[:-1, None] + np.diff(nodes)[:, None] * frac).ravel(), t_end))
     values = np.asarray(_log_abs_beta_many(interp, jnp.asarray(grid)))
-    js = np.argmax(values, axis=-1)
-    js[0] = initial
+    js = _leaders(values, initial)
     found = []
     for k in np.flatnonzero(js[1:] != js[:-1]):
         _locate(logb, grid[k], js[k], grid[k + 1], js[k + 1], t_end, max_depth, found)
@@ -261,6 +260,41 @@ def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
     before = np.array([a for _, a, _ in found], dtype=int)
     after = np.array([b for _, _, b in found], dtype=int)
     return Switches(times, before, after, initial, int(js[-1]), t_end)
+
+
+#: Two values of log|β| closer than this many ulps of their size are tied (rounding).
+TIE_ULPS = 64
+
+
+def _leaders(values, initial: int) -> np.ndarray:
+    r"""j† at each sample (rows of ``values`` = log|β|), starting from ``initial``.
+
+    The leader changes only where another index exceeds it by more than the rounding
+    of :math:`\log\lvert\beta\rvert`, ``TIE_ULPS`` ulps of
+    :math:`\max(1,\lvert\log\lvert\beta_{lead}\rvert\rvert)`: near a tie (the uniform
+    start, where the gaps grow from 0 as :math:`\lambda^{L-2}\tau` on the scale twin
+    :math:`\lambda`) rounding alone would read switches back and forth. A genuine
+    change exceeds the margin within a few samples and is then located at the
+    crossing itself (:func:`_locate`), so the margin moves no switch time.
+    """
+    plain = np.argmax(values, axis=-1)
+    js = np.empty_like(plain)
+    js[0] = lead = initial
+    k, n = 1, plain.size
+    eps = np.finfo(np.float64).eps
+    while k < n:
+        rest = np.flatnonzero(plain[k:] != lead)
+        if rest.size == 0:
+            js[k:] = lead
+            break
+        r = k + rest[0]
+        js[k:r] = lead
+        row = values[r]
+        if row[plain[r]] - row[lead] > TIE_ULPS * eps * max(1.0, abs(row[lead])):
+            lead = plain[r]
+        js[r] = lead
+        k = r + 1
+    return js
 
 
 def _locate(logb, t_lo, a, t_hi, b, t_end, depth, found):

@@ -17,18 +17,42 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._methods import check_method as check_method
+from flows._methods import check_method as _check_flows_method
 from flows._problem import check_data as check_data
-from flows._validate import WrongTypeError, as_array, check_int, is_traced
+from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
+
+
+def check_method(method) -> flows.AbstractMethod:
+    r"""A flows method the analysis can decide: LE-SAM only with a constant budget σ.
+
+    The analysis decides a regime on the rescaled flow, run to the collapse or the
+    escape, where the real time :math:`t(\tau)` diverges (it is carried only while
+    :math:`dt/d\tau<e^{30}`, :func:`flows.solve`): a schedule :math:`\sigma(t)` has no
+    value there, so it is refused with a ``ValueError`` naming ``method``.
+    """
+    method = _check_flows_method(method)
+    if isinstance(method, flows.LESAM) and callable(method.sigma):
+        raise ValueError(
+            "`method`: the analysis takes LE-SAM with a constant budget sigma (a number), "
+            "not a schedule sigma(t): it decides regimes on the rescaled flow, where the real "
+            "time t diverges at the escape and sigma(t) has no value; solve a schedule with "
+            "flows.solve."
+        )
+    return method
 
 
 def check_mu(mu) -> np.ndarray:
-    r"""Validate a single example :math:`\mu`: 1-D, finite, positive, unique largest entry."""
+    r"""Validate a single example :math:`\mu`: 1-D, finite, normal, > 0, one largest entry."""
     arr = np.asarray(as_array("mu", mu, "a 1-D array of real numbers > 0"))
     if arr.ndim != 1 or arr.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
         raise ValueError(f"`mu` must be finite and > 0 elementwise; got {arr!r}.")
+    if np.any(arr < np.finfo(np.float64).tiny):  # subnormal: its digits are already lost
+        raise ValueError(
+            f"`mu` entries must be normal float64 numbers >= {np.finfo(np.float64).tiny:.4g} "
+            f"(a subnormal entry has lost its precision); got {arr!r}."
+        )
     if np.sum(arr == arr.max()) != 1:
         raise ValueError(f"`mu` must have a unique largest entry (argmax μ); got {arr!r}.")
     return arr
@@ -49,13 +73,19 @@ def check_depth(depth) -> int:
     return check_int("depth", depth, minimum=1)
 
 
-def check_positive(name: str, value, *, upper: float = np.inf) -> float:
-    """Validate a real number in ``(0, upper)``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise WrongTypeError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
-    if not 0 < float(value) < upper:
-        raise ValueError(f"`{name}` must be a number in (0, {upper}); got {value!r}.")
-    return float(value)
+def check_positive(name: str, value, *, upper: float = np.inf, lower: float = 0.0) -> float:
+    """Validate a real number in ``(lower, upper)`` (``[lower, upper)`` for a ``lower`` > 0).
+
+    A concrete real scalar is accepted in any form (Python, NumPy or 0-d JAX), a
+    bool in none.
+    """
+    number = real_number(value)
+    what = f"a number in [{lower:.6g}, {upper})" if lower > 0 else f"a number in (0, {upper})"
+    if number is None:
+        raise WrongTypeError(f"`{name}` must be {what}; got {value!r}.")
+    if not (lower <= number if lower > 0 else 0 < number) or not number < upper:
+        raise ValueError(f"`{name}` must be {what}; got {value!r}.")
+    return number
 
 
 def check_count(name: str, value, minimum: int = 1) -> int:

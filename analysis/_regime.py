@@ -42,22 +42,30 @@ COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = range(len(REGIMES))
 #: 1/|α/α_c - 1| and the motion slows down as a power of τ, gets geometrically longer budgets.
 T_FACTOR = 1e6
 T_GROWTH = 10.0
+#: The largest τ budget: a time unit near float64's range (μ near its smallest normal,
+#: or s^(2-L) at small s) would otherwise make the budget infinite.
+T_MAX = 1e300
 
 #: The default absolute tolerance of every solve of a run, relative to the run's FIRST start:
-#: :math:`\mathrm{atol}=` ``ATOL_REL`` :math:`\cdot\max|\theta_0|` (:func:`start_atol`).
-ATOL_REL = 1e-30
+#: :math:`\mathrm{atol}=` ``ATOL_REL`` :math:`\cdot\max|\theta_0|` (:func:`start_atol`),
+#: at least float64's smallest normal number.
+ATOL_REL = 1e-150
 
 
 def start_atol(atol, theta0):
     r"""The absolute tolerance of every solve of one run from ``theta0`` (its first start).
 
-    ``atol=None`` (the default of the analysis layer): :math:`10^{-30}\max|\theta_0|`
-    (``ATOL_REL``), the former absolute :math:`10^{-30}` at :math:`\max|\theta_0|=1`, made
+    ``atol=None`` (the default of the analysis layer): :math:`10^{-150}\max|\theta_0|`
+    (``ATOL_REL``), at least the smallest normal float64 :math:`2.2\cdot10^{-308}`. It is
     relative so that the scale twins :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)`
-    (science.md §5) are solved alike at every magnitude; an absolute :math:`10^{-30}` exceeds
-    the weights themselves at :math:`|\theta|\lesssim10^{-25}` and turned a collapse into
-    ``sequential`` there (issue 15). It is taken from the run's first start and kept for every
-    continuation: taken from each pass's start it would loosen a million-fold after an escape.
+    (science.md §5) are solved alike at every magnitude, and this small so that the error
+    control stays relative (``rtol``) for every weight of the run: the minor weights decay
+    exponentially during a plateau (to :math:`10^{-73}\max|\theta_0|` and below), and where
+    they fall under ``atol`` their growth rates, hence the switch times, are no longer
+    resolved (an absolute part of :math:`10^{-30}\max|\theta_0|` moved a switch time by
+    :math:`\Delta\tau=1.1` at :math:`\tau\approx69`). It is taken from the run's first
+    start and kept for every continuation: taken from each pass's start it would loosen a
+    million-fold after an escape.
     A float64 JAX array (traceable, one compilation for every value; ``theta0`` is validated
     upstream, finite with a positive entry). A number (absolute, the same at every scale) or
     ``"auto"`` (:meth:`flows.SolverOptions.atol_for`, relative to each solve's own start) is
@@ -65,12 +73,15 @@ def start_atol(atol, theta0):
     """
     if atol is not None:
         return atol
-    return ATOL_REL * jnp.max(jnp.abs(jnp.asarray(theta0, dtype=jnp.float64)))
+    scale = jnp.max(jnp.abs(jnp.asarray(theta0, dtype=jnp.float64)))
+    return jnp.maximum(ATOL_REL * scale, np.finfo(np.float64).tiny)
 
 
 def budget(theta, mu, bound, depth: int, restarts):
-    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations."""
-    return T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth)
+    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations.
+
+    At most ``T_MAX`` (finite where the time unit overflows)."""
+    return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth), T_MAX)
 
 
 def regime_code(collapsed, settled, leader, visited_other, target):

@@ -2,6 +2,8 @@
 
 import sys
 
+from flows._cli import run_command
+
 from ._cli import main
 
-sys.exit(main())
+sys.exit(run_command("python -m figures", main))

@@ -21,6 +21,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
 
 import analysis
+from flows._sweep._store import _READ_ERRORS, _read_npz, _save_json, _save_npz, _sha256
 
 # Okabe & Ito (2008), the colour-blind-safe qualitative palette.
 OKABE_ITO = {
@@ -220,6 +221,25 @@ def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:
     return paths
 
 
+def check_outputs(option: str, paths) -> None:
+    """Each of ``paths`` (in a checked folder) can be written: not a folder, not read-only.
+
+    Checked before anything is computed; a one-line ``ValueError`` naming ``option``.
+    """
+    for path in map(Path, paths):
+        if path.is_dir():
+            raise ValueError(f"{option}: the output {path} is a folder; move it or choose another.")
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ValueError(f"{option}: the output {path} exists and is not writable.")
+
+
+def folder_path(option: str, text) -> Path:
+    """The folder named by an option's text; an empty one (``--out=``) is refused, not ``.``."""
+    if not isinstance(text, (str, os.PathLike)) or not str(text).strip():
+        raise ValueError(f"{option} must name a folder; got {text!r}.")
+    return Path(text)
+
+
 def check_folder(option: str, folder: Path, *, create: bool) -> Path:
     """``folder`` as a writable folder (made if ``create``), else a one-line ``ValueError``.
 
@@ -248,28 +268,57 @@ def data_paths(ctx: Context, name: str) -> tuple[Path, Path]:
 
 
 def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
-    """Save a figure's data (``cache/data/<name>[-quick].npz`` + ``.json``) for redrawing."""
+    """Save a figure's data (``cache/data/<name>[-quick].npz`` + ``.json``) for redrawing.
+
+    Both files are written atomically; the JSON records the SHA-256 of the ``.npz``
+    and its array names, which :func:`load_data` checks, as the sweep checks its chunks.
+    """
     npz, meta = data_paths(ctx, name)
     npz.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(npz, **{k: np.asarray(v) for k, v in data.items()})
-    meta.write_text(
-        json.dumps(
-            {"figure": name, "quick": ctx.quick, "seconds": seconds, "saved": time.ctime()},
-            indent=1,
-        )
+    arrays = {k: np.asarray(v) for k, v in data.items()}
+    _save_npz(npz, arrays)
+    _save_json(
+        meta,
+        {
+            "figure": name,
+            "quick": ctx.quick,
+            "seconds": seconds,
+            "saved": time.ctime(),
+            "arrays": sorted(arrays),
+            "sha256": _sha256(npz),
+        },
     )
     return npz
 
 
 def load_data(ctx: Context, name: str) -> dict:
-    """The data saved by the last :func:`save_data` of this figure (``ValueError`` if none)."""
-    npz, _ = data_paths(ctx, name)
+    """The data saved by the last :func:`save_data` of this figure.
+
+    Raises one ``ValueError`` naming the file if there is none, or if it is damaged:
+    unreadable JSON, an ``.npz`` that does not match the SHA-256 recorded beside it
+    (garbage, truncated, rewritten), fails a member's CRC or lacks a recorded array.
+    """
+    npz, meta = data_paths(ctx, name)
     if not npz.exists():
         raise ValueError(
             f"no saved data for figure {name!r} in {npz.parent}; run it once without --redraw."
         )
-    with np.load(npz) as z:
-        return {k: z[k] for k in z.files}
+    try:
+        record = json.loads(meta.read_text())
+        if not isinstance(record, dict) or "sha256" not in record:
+            raise ValueError(f"{meta.name} records no checksum")
+        if _sha256(npz) != record["sha256"]:
+            raise ValueError(f"{npz.name} does not match the checksum in {meta.name}")
+        arrays = _read_npz(npz)
+        missing = sorted(set(record.get("arrays", [])) - set(arrays))
+        if missing:
+            raise ValueError(f"{npz.name} lacks the arrays {missing}")
+    except _READ_ERRORS as err:
+        raise ValueError(
+            f"--redraw: the saved data of figure {name!r} in {npz.parent} is damaged "
+            f"({type(err).__name__}: {err}); run it again without --redraw."
+        ) from None
+    return arrays
 
 
 def sweep(ctx: Context, fn, params, **kwargs):

@@ -14,7 +14,6 @@ import json
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -35,6 +34,8 @@ from ._common import (
     STYLE,
     cell_edges,
     check_folder,
+    check_outputs,
+    folder_path,
     new_figure,
     regime_cmap,
     save_figure,
@@ -80,6 +81,25 @@ SYMBOLS = {
     "delta": r"\delta",
 }
 WIDTHS = {"column": (COLUMN_WIDTH, 2.9), "full": (FULL_WIDTH, 3.6)}
+#: The most points one diagram may have (2048 × 2048); each axis at most as many values.
+MAX_POINTS = 2**22
+#: The files a diagram writes into --out.
+OUTPUTS = ("phase.pdf", "phase.png", "phase.nc")
+#: What each TOML key may hold (a bool is never a number), for the --config check.
+_NUMBER = (int, float)
+_TOML_TYPES = {
+    "method": ("a string", (str,)),
+    "loss": ("a string", (str,)),
+    "out": ("a string", (str,)),
+    "cache": ("a string", (str,)),
+    "width": ("a string", (str,)),
+    "collapse_tol": ("a number", _NUMBER),
+    "mu": ("a list of numbers or a string", (list, str)),
+    "depth": ("an integer, a list of integers or a string", (int, list, str)),
+    **{k: ("a number, a list of numbers or a string", (*_NUMBER, list, str)) for k in PARAMS},
+    "alpha": ("a number, a list of numbers or a string", (*_NUMBER, list, str)),
+    "delta": ("a number or a string", (*_NUMBER, str)),
+}
 #: Every setting, with its default (None: required where the method needs it).
 DEFAULTS = {
     "method": None,
@@ -214,6 +234,8 @@ def parse_values(text, *, integer: bool = False):
         if integer:
             if stop <= start:
                 raise ValueError(f"the range {text!r} is empty or reversed (STOP <= START)")
+            if stop - start >= MAX_POINTS:
+                raise ValueError(f"the range {text!r} has more than {MAX_POINTS} values")
             return np.arange(start, stop + 1)
         try:
             count = int(parts[2])
@@ -221,10 +243,14 @@ def parse_values(text, *, integer: bool = False):
             raise ValueError(f"the count {parts[2]!r} of {text!r} is not an integer") from None
         if count < 2:
             raise ValueError(f"the range {text!r} is empty: COUNT must be >= 2")
+        if count > MAX_POINTS:
+            raise ValueError(f"the range {text!r} has more than {MAX_POINTS} values")
         if stop <= start:
             raise ValueError(f"the range {text!r} is empty or reversed (STOP <= START)")
         return np.geomspace(start, stop, count)
     if "," in text:
+        if text.count(",") >= MAX_POINTS:
+            raise ValueError(f"the list has more than {MAX_POINTS} values")
         values = np.array([number(s) for s in text.split(",")])
         if np.any(np.diff(values) <= 0):
             raise ValueError(f"the list {text!r} must be strictly increasing")
@@ -246,6 +272,8 @@ def _settings(args, parser) -> dict:
             parser.error(f"--config {args.config}: cannot read it ({err.strerror or err})")
         except tomllib.TOMLDecodeError as err:
             parser.error(f"--config {args.config}: not valid TOML ({err})")
+        except UnicodeDecodeError:
+            parser.error(f"--config {args.config}: not valid TOML (not UTF-8 text)")
         file = {k.replace("-", "_"): v for k, v in raw.items()}
         unknown = sorted(k for k in raw if k.replace("-", "_") not in DEFAULTS)
         if unknown:
@@ -253,7 +281,26 @@ def _settings(args, parser) -> dict:
                 f"--config {args.config}: unknown key(s) {', '.join(unknown)}; "
                 f"known: {', '.join(DEFAULTS)}"
             )
+        for key, value in file.items():
+            problem = _toml_type_problem(key, value)
+            if problem:
+                parser.error(f"--config {args.config}: {problem}")
     return {**DEFAULTS, **file, **given}
+
+
+def _toml_type_problem(key: str, value) -> str | None:
+    """Why a TOML ``key`` cannot hold ``value`` (a message naming the key), or None."""
+    what, types = _TOML_TYPES[key]
+    items = value if isinstance(value, list) else [value]
+    item_types = (int,) if key == "depth" else _NUMBER
+    bad = isinstance(value, bool) or not isinstance(value, types)
+    if isinstance(value, list):
+        bad = (
+            bad
+            or not value
+            or any(isinstance(v, bool) or not isinstance(v, item_types) for v in items)
+        )
+    return f"`{key}` must be {what}; got {value!r}" if bad else None
 
 
 def check_settings(s: dict) -> dict:
@@ -316,10 +363,17 @@ def check_settings(s: dict) -> dict:
             f"exactly two of {', '.join(FLAGS[k] for k in AXES)} must be ranges or lists "
             f"(the axes of the picture); got {len(swept)}: {got}"
         )
+    n_points = int(np.prod([np.size(values[k]) for k in swept]))
+    if n_points > MAX_POINTS:
+        sizes = " x ".join(str(np.size(values[k])) for k in swept)
+        raise ValueError(
+            f"{FLAGS[swept[0]]}, {FLAGS[swept[1]]}: the grid has {sizes} = {n_points} points, "
+            f"more than {MAX_POINTS} (2048 x 2048); choose fewer values"
+        )
     if s["out"] is None:
         raise ValueError("--out is required")
-    out = Path(s["out"])
-    cache = Path(s["cache"]) if s["cache"] is not None else out / "cache"
+    out = folder_path("--out", s["out"])
+    cache = folder_path("--cache", s["cache"]) if s["cache"] is not None else out / "cache"
     return dict(
         method=s["method"],
         # the template carries the fixed parameters (1.0 for a swept one: replaced per point)
@@ -464,6 +518,7 @@ def main(argv=None) -> int:
     try:
         cfg = check_settings(_settings(args, parser))
         check_folder("--out", cfg["out"], create=True)
+        check_outputs("--out", [cfg["out"] / name for name in OUTPUTS])
         check_folder("--cache", cfg["cache"], create=True)
     except ValueError as err:
         parser.error(str(err))

@@ -12,7 +12,9 @@ from ._common import (
     Context,
     FigureSpec,
     check_folder,
+    check_outputs,
     data_paths,
+    folder_path,
     load_data,
     save_data,
     save_figure,
@@ -83,7 +85,8 @@ def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False)
     """Check the figure names and the folders of a run before anything is computed.
 
     ``out`` must be a folder or creatable as one (it is created); ``cache`` too, and
-    with ``redraw`` it must already hold the saved data of every figure in ``names``.
+    with ``redraw`` it must already hold the saved data of every figure in ``names``,
+    intact (:func:`load_data`).
     Returns ``(Context, names)``; raises ``ValueError`` with a one-line message that
     names the option (``--out``, ``--cache``) otherwise.
     """
@@ -91,7 +94,7 @@ def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False)
     unknown = [n for n in names if n not in FIGURES]
     if unknown:
         raise ValueError(f"unknown figure(s) {unknown}; choose from {list(FIGURES)}.")
-    ctx = Context(out=Path(out), cache=Path(cache), quick=quick)
+    ctx = Context(out=folder_path("--out", out), cache=folder_path("--cache", cache), quick=quick)
     check_folder("--cache", ctx.cache, create=not redraw)
     if redraw:
         missing = [n for n in names if not data_paths(ctx, n)[0].is_file()]
@@ -100,5 +103,8 @@ def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False)
                 f"--redraw: no saved {'quick ' if quick else ''}data for figure(s) "
                 f"{', '.join(missing)} in {ctx.cache / 'data'}; run them once without --redraw."
             )
+        for n in names:  # damaged data is refused before anything is drawn
+            load_data(ctx, n)
     check_folder("--out", ctx.out, create=True)
+    check_outputs("--out", [ctx.out / f"{n}.{ext}" for n in names for ext in ("pdf", "png")])
     return ctx, names

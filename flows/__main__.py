@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 
 import flows
-from flows._cli import ArgumentParser
+from flows._cli import ArgumentParser, run_command
 
 
 def main(argv=None) -> int:
@@ -37,4 +37,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_command("python -m flows", main))

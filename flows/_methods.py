@@ -245,8 +245,11 @@ class LESAM(AbstractMethod):
         return callable(self.sigma)
 
     def sigma_at(self, t):
-        """The loss budget σ(t)."""
-        return self.sigma(t) if callable(self.sigma) else self.sigma
+        """The loss budget σ(t); NaN where a schedule is negative (the run ends ``nonfinite``)."""
+        if not callable(self.sigma):
+            return self.sigma
+        value = jnp.asarray(self.sigma(t), dtype=jnp.float64)
+        return jnp.where(value >= 0, value, jnp.nan)
 
     rule: ClassVar[int] = _rules.LE
 

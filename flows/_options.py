@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _rk
-from ._validate import check_int
+from ._validate import check_int, real_number
 
 # Solver names accepted by ``solve(..., solver=...)``. Tsit5 is the default: away
 # from the ℓ∞ switching surfaces these flows are smooth and non-stiff (the
@@ -30,6 +30,8 @@ DIFFRAX_SOLVERS = {
     "kvaerno3": diffrax.Kvaerno3,
     "kvaerno5": diffrax.Kvaerno5,
 }
+#: The largest step budget: step counters are int64 and count a little past the budget.
+MAX_STEPS = 2**62
 SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
 BACKENDS = ("diffrax", "scipy", "numba")
 # the numba engine's solvers (flows._engine.SOLVERS)
@@ -52,11 +54,13 @@ STALL_STEP = 1e-12
 
 
 def _check_tol(name, value, low, high):
+    """None, or a concrete real number (Python, NumPy or 0-d JAX; not a bool) in (low, high)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low < value < high:
+    number = real_number(value)
+    if number is None or not low < number < high:
         raise ValueError(f"`{name}` must be None or a number in ({low}, {high}); got {value!r}.")
-    return float(value)
+    return number
 
 
 def _check_atol(atol):
@@ -97,6 +101,11 @@ def _check_solver(solver, backend):
         if not isinstance(solver, diffrax.AbstractSolver):
             raise ValueError(
                 f"`solver` must be a diffrax solver for backend='diffrax'; got {solver!r}."
+            )
+        if not isinstance(solver, diffrax.AbstractAdaptiveSolver):
+            raise ValueError(
+                "`solver` must be an adaptive diffrax solver (one with an error estimate, "
+                f"e.g. diffrax.Tsit5()): runs use a PID step-size controller; got {solver!r}."
             )
         return solver
     if backend == "numba":
@@ -147,7 +156,7 @@ class SolverOptions(eqx.Module):
             at once. From 1e-150 to 1e150 the twins agree on both backends
             (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
             overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
-        max_steps: step budget, an integer >= 1.
+        max_steps: step budget, an integer in [1, 2**62].
         collapse_tol: relative collapse threshold in (0, 1), or None.
         escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
             rescaled flow, none for the plain flow).
@@ -203,7 +212,7 @@ class SolverOptions(eqx.Module):
             raise ValueError(
                 "`rtol` and `atol` must be positive numbers (or atol='auto'), not None."
             )
-        self.max_steps = check_int("max_steps", max_steps, minimum=1)
+        self.max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
         self.collapse_tol = _check_tol("collapse_tol", collapse_tol, 0.0, 1.0)
         if not (isinstance(escape_tol, str) and escape_tol == "auto"):
             escape_tol = _check_tol("escape_tol", escape_tol, 1.0, np.inf)

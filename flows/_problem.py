@@ -147,6 +147,8 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
             raise ValueError("`d` is required when `alpha` is a scalar.")
         alpha = check_scalar("alpha", alpha, positive=True)
     elif alpha.ndim == 1:
+        if alpha.shape[0] == 0:
+            raise ValueError("`alpha` must be a scalar > 0 or a (d,) array with d >= 1; got [].")
         if d is not None and d != alpha.shape[0]:
             raise ValueError(f"`d` = {d} does not match len(`alpha`) = {alpha.shape[0]}.")
         d = alpha.shape[0]

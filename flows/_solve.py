@@ -5,8 +5,10 @@ Both backends return the same :class:`~flows.Trajectory`; diffrax is the default
 """
 
 import importlib
+import os
 import warnings
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -18,8 +20,8 @@ from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
 from ._options import OPTION_DEFAULTS, SolverOptions
-from ._problem import Dataset, check_loss, check_theta
-from ._trajectory import Trajectory
+from ._problem import Dataset, check_loss, check_theta, objective
+from ._trajectory import Status, Trajectory
 from ._validate import as_array, check_scalar, is_traced
 
 # `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
@@ -177,7 +179,9 @@ def solve(
         collapse_tol=collapse_tol, escape_tol=escape_tol, loss_tol=loss_tol, dense=dense,
     )  # fmt: skip
     options = _check_options(options, given)
-    _check_schedule(method, t1)
+    _check_schedule(method, t1, rescaled)
+    if options.dense and options.backend == "diffrax":
+        _check_dense_size(options, theta0.size + rescaled, _is_filippov(method))
     if options.backend != "diffrax" and is_traced((method, data, theta0, ts, t1)):
         raise ValueError(
             f"backend={options.backend!r} cannot run under jax.jit/vmap; use backend='diffrax'."
@@ -200,6 +204,7 @@ def solve(
         else:
             field = Field(method, data, loss, rescaled, clock)
             traj = driver.solve_smooth(field, theta0, ts, t1, options)
+    traj = _converged_at_start(traj, theta0, data, loss, options.loss_tol)
     if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
         warnings.warn(
             "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "
@@ -209,6 +214,56 @@ def solve(
             stacklevel=2,
         )
     return traj
+
+
+def _converged_at_start(traj: Trajectory, theta0, data, loss, loss_tol) -> Trajectory:
+    r"""The run of a start with :math:`\mathcal L(\theta_0)\le` ``loss_tol``: ``converged`` at 0.
+
+    The loss event fires where the loss crosses ``loss_tol`` downwards, which a
+    run that starts below it never does; such a run stopped at once: status
+    ``converged``, ``t_end = t_real_end = 0``, ``theta_end = θ₀``, no steps, no
+    saved state after 0 and a dense output reduced to the point 0. Applied as
+    a selection, so that it holds under ``jax.jit``/``jax.vmap`` too.
+    """
+    if loss_tol is None:
+        return traj
+    at_start = objective(theta0, data, loss) <= loss_tol
+    if not is_traced(at_start) and not bool(at_start):
+        return traj
+    kept = ~at_start | (traj.ts <= 0.0)  # saved times the run reached
+
+    def pick(stopped, ran):
+        return jnp.where(at_start, jnp.asarray(stopped, dtype=jnp.result_type(ran)), ran)
+
+    def mask(x):
+        return jnp.where(kept.reshape(kept.shape + (1,) * (x.ndim - 1)), x, jnp.nan)
+
+    zero = jnp.zeros((), jnp.float64)
+    out = eqx.tree_at(
+        lambda t: (t.thetas, t.beta, t.loss, t.t_real, t.status, t.t_end, t.theta_end),
+        traj,
+        (
+            mask(traj.thetas), mask(traj.beta), mask(traj.loss), mask(traj.t_real),
+            pick(Status.CONVERGED, traj.status), pick(zero, traj.t_end),
+            pick(theta0, traj.theta_end),
+        ),
+    )  # fmt: skip
+    out = eqx.tree_at(
+        lambda t: (t.t_real_end, t.n_steps, t.n_rejected, t.n_switches, t.t_sliding, t.ambiguous),
+        out,
+        (
+            pick(zero, traj.t_real_end), pick(0, traj.n_steps), pick(0, traj.n_rejected),
+            pick(0, traj.n_switches), pick(zero, traj.t_sliding), pick(False, traj.ambiguous),
+        ),
+    )  # fmt: skip
+    if traj.interpolation is not None:
+        dense = traj.interpolation
+        out = eqx.tree_at(
+            lambda t: (t.interpolation.size, t.interpolation.s_end),
+            out,
+            (pick(0, dense.size), pick(zero, dense.s_end)),
+        )
+    return out
 
 
 def _check_options(options, given) -> SolverOptions:
@@ -226,21 +281,92 @@ def _check_options(options, given) -> SolverOptions:
     return options
 
 
-def _check_schedule(method, t1):
-    """An LE-SAM schedule σ(t) must give a finite number (checked at t = 0 and t1)."""
+#: Times at which a schedule σ(t) is checked before a run, spread over [0, t1].
+SCHEDULE_CHECKS = 1025
+
+
+def _check_schedule(method, t1, rescaled=False):
+    r"""An LE-SAM schedule σ(t) must be traceable and give a number >= 0 (finite at the ends).
+
+    It is evaluated under ``jax.vmap`` on :data:`SCHEDULE_CHECKS` times spread over
+    :math:`[0, t_1]` (the real clock of a plain run; for a rescaled run, whose real
+    time is not known in advance, the same values of the clock): a schedule that
+    cannot be traced (``float(t)``, a Python ``if`` on ``t``) or that is negative at
+    one of them is refused naming ``sigma``, and so is one that is not finite at
+    0 or :math:`t_1`. Between and beyond these times, the field reads a negative
+    σ(t) as NaN (:meth:`flows.LESAM.sigma_at`): such a run ends ``nonfinite``.
+    """
     if not isinstance(method, LESAM) or not callable(method.sigma) or is_traced(t1):
         return
-    for t in (0.0, float(t1)):
-        try:
-            value = np.asarray(method.sigma(jnp.asarray(t)), dtype=float)
-        except Exception as err:  # a schedule that cannot be called on a time
+    del rescaled  # the same times: see the docstring
+    times = np.linspace(0.0, float(t1), SCHEDULE_CHECKS)
+    try:
+        values = np.asarray(jax.vmap(method.sigma)(jnp.asarray(times)), dtype=float)
+    except jax.errors.JAXTypeError as err:  # float(t), `if t > 1`, ...: not traceable
+        first = str(err).strip().splitlines()[0]
+        raise ValueError(
+            "`sigma` must be a JAX-traceable function of the time t (jnp operations; no "
+            f"float(t), no Python `if` on t); tracing it failed: {type(err).__name__}: {first}"
+        ) from None
+    except Exception as err:  # a schedule that cannot be called on a time
+        raise ValueError(
+            f"`sigma` must be a callable σ(t) of the time; calling it failed: {err!r}."
+        ) from err
+    if values.shape != times.shape:
+        raise ValueError(
+            f"`sigma` must return a scalar for a scalar time t; got shape {values.shape[1:]}."
+        )
+    for i in (0, -1):
+        if not np.isfinite(values[i]):
             raise ValueError(
-                f"`sigma` must be a callable σ(t) of the time; calling it failed: {err!r}."
-            ) from err
-        if value.shape != () or not np.isfinite(value) or value < 0:
-            raise ValueError(
-                f"`sigma` must return a finite number >= 0 at every time; sigma({t:g}) = {value!r}."
+                f"`sigma` must return a finite number >= 0 at every time; "
+                f"sigma({times[i]:g}) = {values[i]!r}."
             )
+    negative = np.flatnonzero(values < 0)
+    if negative.size:
+        i = negative[0]
+        raise ValueError(
+            f"`sigma` must return a finite number >= 0 at every time; sigma({times[i]:g}) = "
+            f"{values[i]:g} < 0 (checked at {SCHEDULE_CHECKS} times in [0, {float(t1):g}])."
+        )
+
+
+def _memory_bytes() -> int:
+    """The memory of the default device (an accelerator's limit, else the host's RAM)."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - a backend without memory statistics
+        stats = {}
+    if stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _check_dense_size(options, n_state: int, filippov: bool) -> None:
+    """Refuse a dense output larger than the device's memory, before allocating it.
+
+    The dense output holds each step's interpolant for up to ``max_steps`` steps
+    (``2 max_steps`` for the joined segments of a Filippov run); the bytes of one
+    step are read from one step of the solver on a state of ``n_state`` numbers.
+    """
+    solver = options.solver
+    y0 = jnp.zeros(n_state)
+    term = diffrax.ODETerm(lambda t, y, args: -y)
+
+    def one_step():
+        state = solver.init(term, 0.0, 1.0, y0, None)
+        return solver.step(term, 0.0, 1.0, y0, None, state, False)[2]
+
+    info = jax.eval_shape(one_step)
+    per_step = 16 + sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(info))
+    need = (2 if filippov else 1) * options.max_steps * per_step
+    have = _memory_bytes()
+    if need > have:
+        raise ValueError(
+            f"`max_steps` = {options.max_steps} with `dense=True` needs about {need / 1e9:.3g} GB "
+            f"for the dense output ({per_step} bytes a step), more than the {have / 1e9:.3g} GB "
+            "of this device; lower `max_steps` or solve without `dense`."
+        )
 
 
 def _is_filippov(method) -> bool:

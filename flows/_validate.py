@@ -2,13 +2,15 @@
 
 Every public entry point checks the values it is given when they are concrete
 (Python numbers or NumPy/JAX arrays) and raises a ``ValueError`` naming the
-argument and what is accepted. A value of the wrong type (a string, ``None``, an
-object that is not a number or an array of numbers) raises :class:`WrongTypeError`,
-which is both a ``TypeError`` and a ``ValueError`` (after NumPy's ``AxisError``),
-so that either ``except`` clause catches it. Traced values (inside
-``jax.jit``/``jax.vmap``) cannot be inspected eagerly: their shapes are still
-checked, and their values are guarded with :func:`equinox.error_if` where a
-checked runtime error is wanted, never with a Python ``if`` on a tracer.
+argument and what is accepted. A bool is never a number (``True`` is a flag, not
+1): a number, an array of numbers or a count given a bool is refused. A value of
+the wrong type (a string, ``None``, an object that is not a number or an array
+of numbers) raises :class:`WrongTypeError`, which is both a ``TypeError`` and a
+``ValueError`` (after NumPy's ``AxisError``), so that either ``except`` clause
+catches it. Traced values (inside ``jax.jit``/``jax.vmap``) cannot be inspected
+eagerly: their shapes are still checked, and their values are guarded with
+:func:`equinox.error_if` where a checked runtime error is wanted, never with a
+Python ``if`` on a tracer.
 """
 
 import numbers
@@ -45,11 +47,24 @@ def as_array(name: str, x, what: str = "a real number or an array of real number
         arr = np.asarray(x)
     except (TypeError, ValueError) as err:  # ragged lists ("inhomogeneous shape")
         raise ValueError(f"`{name}` must be {what} (a rectangular array); got {x!r}.") from err
-    if arr.dtype.kind == "O" and all(isinstance(e, numbers.Real) for e in arr.flat):
+    if arr.dtype.kind == "O" and all(
+        isinstance(e, numbers.Real) and not isinstance(e, (bool, np.bool_)) for e in arr.flat
+    ):
         arr = arr.astype(np.float64)  # an object array of numbers (None would become NaN)
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in "iuf":  # not bool: True is a flag, never the number 1
         raise WrongTypeError(f"`{name}` must be {what}; got {x!r} (dtype {arr.dtype}).")
     return as_float64(arr)
+
+
+def real_number(x) -> float | None:
+    """The value of a concrete real scalar (Python, NumPy or JAX; not a bool), else None."""
+    if isinstance(x, (bool, np.bool_)) or is_traced(x):
+        return None
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x)
+    if isinstance(x, (np.ndarray, jax.Array)) and x.shape == () and x.dtype.kind in "iuf":
+        return float(x)
+    return None
 
 
 def check_type(name: str, x, cls, accepted: str):
@@ -94,10 +109,14 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
     return arr
 
 
-def check_int(name: str, x, *, minimum: int) -> int:
-    """Check a static integer parameter (depth, step counts)."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise WrongTypeError(f"`{name}` must be a Python integer >= {minimum}; got {x!r}.")
-    if x < minimum:
-        raise ValueError(f"`{name}` must be an integer >= {minimum}; got {x!r}.")
+def check_int(name: str, x, *, minimum: int, maximum: int | None = None) -> int:
+    """Check a static integer parameter (depth, step counts): in [minimum, maximum]."""
+    shown = maximum
+    if maximum is not None and maximum >= 2**20 and maximum & (maximum - 1) == 0:
+        shown = f"2**{maximum.bit_length() - 1}"  # a power of two, as one
+    accepted = f">= {minimum}" if maximum is None else f"in [{minimum}, {shown}]"
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise WrongTypeError(f"`{name}` must be a Python integer {accepted}; got {x!r}.")
+    if x < minimum or (maximum is not None and x > maximum):
+        raise ValueError(f"`{name}` must be an integer {accepted}; got {x!r}.")
     return int(x)

@@ -141,6 +141,10 @@ def test_linf_sam_at_depth_one_never_collapses():
     "kwargs, name",
     [
         (dict(rtol=0.0), "rtol"),
+        (dict(rtol=1e-17), "rtol"),  # below float64's resolution: the bracket would stall
+        (dict(rtol=1e-300), "rtol"),
+        (dict(rtol=True), "rtol"),
+        (dict(scan=600), "scan"),  # 2^(±600): the ends' ratio overflows
         (dict(points=0), "points"),
         (dict(bracket=(1.0, 0.5)), "bracket"),  # the collapsing end must come first
         (dict(bracket=(1.0, 2.0, 3.0)), "bracket"),
@@ -154,8 +158,20 @@ def test_linf_sam_at_depth_one_never_collapses():
 )
 def test_critical_alpha_bad_input(kwargs, name):
     args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0]) | kwargs
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=f"`{name}`"):
         analysis.critical_alpha(**args)
+
+
+def test_bisection_at_float64_resolution_ends_on_adjacent_floats():
+    """rtol = 2^-52 (any scalar form) ends within a float64 ulp of the scipy reduction's α_c."""
+    ref = reduced_l2sam_alpha_c()  # scipy, bisected to 1e-11
+    b = analysis.critical_alpha(
+        flows.L2SAM(1.0), MU, bracket=(ref * (1 - 1e-9), ref * (1 + 1e-9)),
+        rtol=np.float32(np.finfo(np.float64).eps), full_output=True,
+    )  # fmt: skip
+    lo, hi = b.bracket
+    assert hi - lo <= np.finfo(np.float64).eps * lo or np.nextafter(lo, hi) == hi
+    assert abs(b.alpha / ref - 1) <= 2e-11
 
 
 @pytest.mark.parametrize(

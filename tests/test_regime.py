@@ -4,8 +4,14 @@ Expected values come from independent integrations (scipy on the reduced balance
 science.md §5, in tests/helpers.py), closed forms and the q-order theorem, never from the code.
 """
 
+import functools
+
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.optimize
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import analysis
 import flows
@@ -260,3 +266,66 @@ def test_regime_path_user_atol_is_absolute():
     np.testing.assert_allclose(r.times, one.times, rtol=1e-9)
     np.testing.assert_allclose(r.t_end, one.t_end, rtol=1e-9)
     assert abs(r.t_end - _collapse_reference(0.1)[2]) > 1e-3
+
+
+def _reduced_l2sam_log_switches(mu, alpha, rho, t_end):
+    r"""(sequence, switch times) of j† for balanced ℓ2-SAM at L = 2 in log variables (scipy).
+
+    From the uniform start, :math:`\log w_j(\tau)=\log\alpha+\mu_j\tau-c\mu_j^2Y(\tau)` with
+    :math:`c=\rho/\sqrt2` and the one scalar :math:`dY/d\tau=1/\lVert(\mu_jw_j)_j\rVert`
+    (the balanced reduction): its accuracy does not depend on how small a weight gets. j† changes
+    where two :math:`\log w_j` cross (brentq on the dense output)."""
+    mu, c = np.asarray(mu, dtype=float), rho / np.sqrt(2.0)
+
+    def log_w(t, y):
+        return np.log(alpha) + mu * t - c * mu**2 * y
+
+    def f(t, y):
+        q = np.log(mu) + log_w(t, y[0])
+        return [np.exp(-q.max()) / np.linalg.norm(np.exp(q - q.max()))]
+
+    sol = scipy.integrate.solve_ivp(
+        f, (0.0, t_end), [0.0], method="DOP853", rtol=1e-13, atol=1e-16, dense_output=True
+    )
+    ts = np.linspace(1e-9, t_end, 20001)
+    lead = np.argmax(log_w(ts[:, None], sol.sol(ts)[0][:, None]), axis=1)
+    at = np.flatnonzero(lead[1:] != lead[:-1])
+
+    def gap(t, a, b):
+        lw = log_w(t, sol.sol(t)[0])
+        return lw[a] - lw[b]
+
+    times = [scipy.optimize.brentq(gap, ts[k], ts[k + 1], (lead[k], lead[k + 1])) for k in at]
+    return [int(lead[0])] + [int(lead[k + 1]) for k in at], np.array(times)
+
+
+def test_switch_times_while_minor_weights_decay_far_below_the_start():
+    """The plateau takes the minor weights to ~1e-48 of the start; the last switch is still
+    resolved to 1e-9 against the log-variable reduction (48.4567, not 48.4230)."""
+    mu, alpha = [0.5, 1.0, 4.0], 0.48
+    sequence, times = _reduced_l2sam_log_switches(mu, alpha, 1.0, 100.0)
+    r = analysis.regime_path(flows.L2SAM(1.0), mu, alpha)
+    assert r.sequence == sequence == [1, 0, 1, 2]
+    np.testing.assert_allclose(r.times, times, rtol=1e-9)
+
+
+@functools.cache
+def _twin_at_scale_one(depth, alpha):
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
+    return r.regime, r.status, r.sequence
+
+
+@settings(max_examples=4, deadline=None)
+@given(
+    depth=st.sampled_from([2, 3, 4, 6]),
+    k=st.integers(-12, 12),
+    alpha=st.sampled_from([0.5, 0.7]),
+)
+@example(depth=4, k=-6, alpha=0.7)  # rounding at the uniform start read as switches
+@example(depth=4, k=-6, alpha=0.5)
+@example(depth=6, k=-6, alpha=0.5)
+def test_regime_path_is_scale_invariant(depth, k, alpha):
+    """(λα, λρ) has the sequence, regime and status of its twin at λ = 1 (scale invariance)."""
+    lam = 10.0**k
+    r = analysis.regime_path(flows.L2SAM(lam), MU, alpha * lam, depth=depth)
+    assert (r.regime, r.status, r.sequence) == _twin_at_scale_one(depth, alpha)

@@ -217,3 +217,36 @@ def test_event_time_of_a_depth3_twin_is_located_relative_to_its_span(lam):
     )  # fmt: skip
     assert tr.status_name == "escaped"
     np.testing.assert_allclose(float(tr.t_end) * lam, tau, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "method, rescaled, backend",
+    [
+        (flows.GD(), False, "diffrax"),
+        (flows.GD(), False, "scipy"),
+        (flows.L2SAM(0.1), True, "diffrax"),
+    ],
+)
+def test_a_start_below_loss_tol_is_converged_at_zero(method, rescaled, backend):
+    """θ₀ = 0.5 at L = 2: β = 0.25, m = 0.25·(1 + 2 + 3) = 1.5, L(θ₀) = log(1 + e^-1.5)."""
+    start = np.log1p(np.exp(-1.5))  # 0.2014 < loss_tol
+    ts = jnp.array([0.0, 2.5, 5.0])
+    kw = dict(t1=5.0, ts=ts, loss_tol=0.6, rescaled=rescaled, backend=backend)
+    tr = flows.solve(method, DATA, TH, **kw)
+    assert tr.status_name == "converged"
+    assert float(tr.t_end) == 0.0 and float(tr.t_real_end) == 0.0 and int(tr.n_steps) == 0
+    np.testing.assert_array_equal(tr.theta_end, TH)
+    np.testing.assert_allclose(tr.loss[0], start, rtol=1e-14)
+    assert np.isnan(tr.loss[1:]).all() and np.isnan(tr.thetas[1:]).all()
+    above = flows.solve(method, DATA, TH, **{**kw, "loss_tol": 0.9 * start})
+    assert float(above.t_end) > 0.0  # just above the start: the run goes on
+
+
+def test_a_start_below_loss_tol_under_vmap():
+    """Under vmap, each start is decided alone: α = 0.01 starts at L ≈ log 2 > 0.6."""
+    t_end = jax.vmap(
+        lambda a: (
+            flows.solve(flows.GD(), DATA, flows.balanced_init(a, 2, 3), t1=5.0, loss_tol=0.6).t_end
+        )
+    )(jnp.array([0.01, 0.5]))
+    assert float(t_end[0]) > 0.0 and float(t_end[1]) == 0.0

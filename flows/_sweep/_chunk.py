@@ -161,7 +161,7 @@ class _Runner:
         else:
             self.sharding = None
             self.fn = jax.jit(batched)
-        self.compiled = {}  # chunk size -> executable
+        self.compiled = {}  # argument shapes and dtypes -> executable
         self.lock = threading.Lock()
 
     def put(self, points, index):
@@ -170,14 +170,20 @@ class _Runner:
         return jax.device_put((points, index), self.sharding)
 
     def compile(self, points, index):
-        """Compile for this chunk shape (once), check the output names, return the executable."""
-        size = index.shape[0]
+        """Compile for these argument shapes and dtypes (once), check the output names.
+
+        An executable runs only on the shapes and dtypes it was compiled for: the same
+        function swept over float and then over integer values needs two.
+        """
+        signature = tuple(
+            (k, np.shape(v), np.result_type(v).str) for k, v in sorted(points.items())
+        ) + (index.shape, np.result_type(index).str)
         with self.lock:
-            if size not in self.compiled:
+            if signature not in self.compiled:
                 lowered = self.fn.lower(*self.put(points, index))
                 flatten_out(lowered.out_info)  # a reserved name is the user's error: raise
-                self.compiled[size] = lowered.compile()
-        return self.compiled[size]
+                self.compiled[signature] = lowered.compile()
+        return self.compiled[signature]
 
     def __call__(self, points, index):
         out = self.compile(points, index)(*self.put(points, index))
@@ -209,7 +215,9 @@ class ChunkFn:
         enable_compilation_cache(self.compile_cache_dir)
         # Keyed by the static values, not by their index ci: two sweeps of one function with
         # different single static values both have ci = 0 (the second got the first's results).
-        rkey = (self.fn_id, tuple(self.statics), tuple(self.combos[ci]))
+        # With their types: 1, 1.0 and True are equal as dict keys but not as arguments.
+        combo = tuple((type(v).__qualname__, v) for v in self.combos[ci])
+        rkey = (self.fn_id, tuple(self.statics), combo)
         with _RUNNERS_LOCK:
             if rkey not in _RUNNERS:
                 if len(_RUNNERS) >= 32:

@@ -28,8 +28,11 @@ def _as_axes(params: Mapping, name: str) -> dict[str, np.ndarray]:
                 f"`{name}[{key!r}]` must be a non-empty sequence of values (leading axis = "
                 f"grid axis); got shape {arr.shape}."
             )
-        if arr.dtype == object:
-            raise ValueError(f"`{name}[{key!r}]` must be numeric; pass Python values as `static`.")
+        if arr.dtype.kind not in "biuf":  # strings, objects, complex, dates
+            raise ValueError(
+                f"`{name}[{key!r}]` must be numbers (booleans, integers or reals); got dtype "
+                f"{arr.dtype}. Pass other Python values (strings, objects) as `static`."
+            )
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float64)
         axes[key] = arr
@@ -53,6 +56,12 @@ def _as_static(static: Mapping | None) -> dict[str, list]:
                 raise ValueError(f"`static[{key!r}]` values must be hashable; got {v!r}.") from None
         out[key] = values
     return out
+
+
+def _label(fn) -> str:
+    """``module.qualname`` of a function, or of a callable object's class (no address)."""
+    named = fn if hasattr(fn, "__qualname__") else type(fn)
+    return f"{getattr(named, '__module__', None)}.{getattr(named, '__qualname__', '?')}"
 
 
 def fill_failed(out_like: dict, n: int) -> dict:
@@ -149,7 +158,7 @@ class Grid:
     def describe(self, fn, order, config: dict) -> dict:
         """The configuration recorded in the manifest (JSON-able) and hashed into the key."""
         return {
-            "fn": f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}",
+            "fn": _label(fn),
             "params": {
                 k: a.tolist() if a.size <= 4096 else f"{a.dtype}{a.shape}"
                 for k, a in self.axes.items()
@@ -160,7 +169,7 @@ class Grid:
             },
             "product": self.product,
             "grid_shape": list(self.grid_shape),
-            "order": None if order is None else getattr(order, "__qualname__", repr(order)),
+            "order": None if order is None else _label(order),
             "config": config,
         }
 

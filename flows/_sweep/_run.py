@@ -18,6 +18,7 @@ import inspect
 import json
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -26,7 +27,7 @@ from .._config import release_compiled_when_crowded
 from ._chunk import ChunkFn
 from ._executors import executor_factory
 from ._grid import Grid
-from ._key import digest, sweep_key
+from ._key import Unhashable, function_key, sweep_key
 from ._store import Store, SweepResult, report
 
 _REPORTED_FAILURES = 20  # failed points reported on stderr, one line each; all in the manifest
@@ -58,6 +59,7 @@ def sweep(
     executor=None,
     progress: bool = True,
     compile_cache: bool = True,
+    key: str | None = None,
 ) -> SweepResult:
     r"""Evaluate ``fn(**static, **point)`` on every point of a grid, in cached jit/vmap chunks.
 
@@ -115,6 +117,15 @@ def sweep(
             executable that contains host callbacks, which equinox's runtime checks
             (``eqx.error_if``, used by flows and diffrax) are unless the environment
             sets ``EQX_ON_ERROR=nan`` before equinox is imported.
+        key: a non-empty string naming the state of ``fn`` that the sweep cannot
+            describe by value, to be changed whenever that state changes. The cache
+            key covers ``fn``'s code, its closure, defaults and the globals it
+            reads, the object of a bound method and the attributes of a callable
+            object, all by value; an object with neither attributes nor a pytree
+            structure (a file, a lock, a random generator) cannot be described, and
+            a sweep of a function holding one refuses a ``cache_dir`` unless ``key``
+            is given (then that object counts by its type, and ``key`` in its place).
+            Without a ``cache_dir`` such a function is compiled afresh for each sweep.
 
     A point whose evaluation raises gets ``failed = True``, one line on stderr
     and its full message in ``manifest["errors"]``; it never stops the sweep.
@@ -142,7 +153,14 @@ def sweep(
         ("memory_budget", memory_budget, 1),
     ):
         _check_int(name, value, minimum)
-    _check_int("seed", seed, -(2**63), allow_none=False)
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, (int, np.integer))
+        or not (-(2**63) <= seed < 2**63)
+    ):
+        raise ValueError(f"`seed` must be an integer in [-2**63, 2**63); got {seed!r}.")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        raise ValueError(f"`key` must be None or a non-empty string; got {key!r}.")
     if order is not None and not callable(order):
         raise ValueError(f"`order` must be None or a callable of the points; got {order!r}.")
     if config is not None and not isinstance(config, Mapping):
@@ -155,8 +173,17 @@ def sweep(
     devices = None if devices is None else list(devices)
     make_executor = executor_factory(executor, workers, devices)
     grid = Grid(params, static, product, order)
-    key, versions = sweep_key(grid, fn, order, seed, config)
-    store = None if cache_dir is None else Store(cache_dir, key)
+    try:
+        cache_key, versions = sweep_key(grid, fn, order, seed, config, key)
+    except Unhashable as err:
+        if cache_dir is not None:
+            raise ValueError(
+                f"{err}: the sweep cannot tell when its cached results stop being valid. "
+                "Pass `key=` a string that changes whenever that state does, or run "
+                "without `cache_dir`."
+            ) from None
+        cache_key, versions = sweep_key(grid, fn, order, seed, config, uuid.uuid4().hex)
+    store = None if cache_dir is None else Store(cache_dir, cache_key)
     if store is not None and (done := store.load_result()) is not None:
         done.n_cached = done.n_chunks
         return done
@@ -169,7 +196,8 @@ def sweep(
             grid.combos,
             uses_key,
             seed,
-            digest((fn, uses_key and int(seed), devices and [str(d) for d in devices])),
+            function_key(fn, key, uses_key and int(seed), devices and [str(d) for d in devices])
+            or uuid.uuid4().hex,  # state it cannot describe: compiled for this sweep only
             devices,
             str(store.folder.parent / "jax-cache") if store and compile_cache else None,
         )
@@ -180,7 +208,7 @@ def sweep(
         bounds = grid.bounds(chunk_size)
         n_chunks = len(bounds) * len(grid.combos)
         manifest = {
-            "key": key,
+            "key": cache_key,
             "config": grid.describe(fn, order, config),
             "seed": int(seed),
             "code_version": versions["code"],
@@ -201,7 +229,7 @@ def sweep(
                 path = None if store is None else store.chunk_path(ci, lo, hi)
                 cached = None if store is None else store.load_chunk(path)
                 if cached is None:
-                    jobs.append(((ci, k), (ci, *grid.chunk(lo, hi), chunk_size, path, key)))
+                    jobs.append(((ci, k), (ci, *grid.chunk(lo, hi), chunk_size, path, cache_key)))
                 else:
                     results[ci, k] = cached[0]
                     errors.extend(cached[1])
@@ -209,7 +237,7 @@ def sweep(
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=n_chunks, desc=f"sweep {key[:8]}", unit="chunk", file=sys.stderr)
+            bar = tqdm(total=n_chunks, desc=f"sweep {cache_key[:8]}", unit="chunk", file=sys.stderr)
             bar.update(n_chunks - len(jobs))
         seconds, n_new_failures = [], 0
         try:
