@@ -10,23 +10,37 @@ r"""Experiments beyond the single example: do the theory's predictions hold on r
   with only one feature kept, and Hessian trace / top eigenvalue at equal training loss.
 
 Results go to netCDF (xarray), figures (5.5 in, PDF + PNG) and a results page with a
-verdict per claim. The pieces are public: :func:`gradcam`, :func:`saliency`,
-:func:`hutchinson_trace`, :func:`top_eigenvalue`, :func:`sam_step`, :func:`binary_digits`.
+verdict per claim. The public names below are imported on first use, so that
+``python -m experiments --help`` (and a bad flag) answers without loading JAX.
 """
 
-from . import _stats as _stats
-from ._attribution import gradcam as gradcam
-from ._attribution import minor_share as minor_share
-from ._attribution import saliency as saliency
-from ._cnn import CNN as CNN
-from ._cnn import conv3x3 as conv3x3
-from ._cnn import cross_entropy as cross_entropy
-from ._cnn import perturbation as perturbation
-from ._cnn import sam_step as sam_step
-from ._data import binary_digits as binary_digits
-from ._data import load_digits as load_digits
-from ._data import planted_patches as planted_patches
-from ._hessian import hutchinson_trace as hutchinson_trace
-from ._hessian import hvp as hvp
-from ._hessian import top_eigenvalue as top_eigenvalue
-from ._run import run as run
+import importlib
+
+_EXPORTS = {
+    "gradcam": "_attribution",
+    "minor_share": "_attribution",
+    "saliency": "_attribution",
+    "CNN": "_cnn",
+    "conv3x3": "_cnn",
+    "cross_entropy": "_cnn",
+    "perturbation": "_cnn",
+    "sam_step": "_cnn",
+    "binary_digits": "_data",
+    "load_digits": "_data",
+    "planted_patches": "_data",
+    "hutchinson_trace": "_hessian",
+    "hvp": "_hessian",
+    "top_eigenvalue": "_hessian",
+    "run": "_run",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -25,6 +25,8 @@ background, so it can show attention to background pixels.
 import jax
 import jax.numpy as jnp
 
+import flows  # noqa: F401  (importing flows enables float64: dtypes stay explicit)
+
 
 def gradcam(features, head, x, cls):
     r"""Grad-CAM of one input ``x`` for class ``cls``: shape ``(H, W)``, non-negative.

@@ -40,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import flows  # noqa: F401  (importing flows enables float64: dtypes stay explicit)
+
 from ._attribution import gradcam, minor_share, saliency
 from ._data import SIZE
 

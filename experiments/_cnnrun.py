@@ -113,6 +113,7 @@ def run_cnn(
         np.asarray(task.attr_X[: schedule.n_maps, 0], np.float64),
     )
     data["attr_minor"] = (("example", "row", "col"), np.asarray(task.minor[: schedule.n_maps]))
+    data["attr_major"] = (("example", "row", "col"), np.asarray(task.major[: schedule.n_maps]))
     ds = xr.Dataset(
         {k: (d, np.asarray(v, np.float64)) for k, (d, v) in data.items()},
         coords={

@@ -130,15 +130,19 @@ def maps_figure(cnn, out: Path, methods=("SGD", "ℓ2-SAM ρmax"), seed_index=0,
             ds = cnn[name]
             axes[r, 0].imshow(ds.attr_images.values[example], cmap="gray")
             axes[r, 0].contour(
-                ds.attr_minor.values[example], levels=[0.5], colors="#E69F00", linewidths=0.6
+                ds.attr_minor.values[example], levels=[0.5], colors="#E69F00", linewidths=0.8
             )
+            if ds.attr_major.values[example].sum() < 16:  # a patch, not a pixel set
+                axes[r, 0].contour(
+                    ds.attr_major.values[example], levels=[0.5], colors="#56B4E9", linewidths=0.8
+                )
             axes[r, 0].set_ylabel(f"{name}\n{method}", fontsize=7)
             for c, k in enumerate(moments, start=1):
                 cam = ds.cam_maps.sel({"method": method}).values[seed_index, k, example]
                 axes[r, c].imshow(cam, cmap="magma")
                 if r == 0:
-                    axes[r, c].set_title(f"step {int(ds.step.values[k])}", fontsize=7)
-        axes[0, 0].set_title("input (minor: orange)", fontsize=7)
+                    axes[r, c].set_title(f"Grad-CAM, step {int(ds.step.values[k])}", fontsize=7)
+        axes[0, 0].set_title("input; orange: minor,\nblue: major patch", fontsize=7)
         for ax in axes.flat:
             ax.set_xticks([])
             ax.set_yticks([])
@@ -173,7 +177,7 @@ def flatness_figure(cnn, out: Path):
                         mfc="white" if k else COLORS[method],
                     )
             ax.set_xticks(x, [s.replace(" ", "\n") for s in methods], fontsize=7)
-            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
             ax.set_title(
                 f"{name}: at training loss {ds.attrs['equal_loss']:.3g}\n"
                 "tr H (filled), λ_max (open)"

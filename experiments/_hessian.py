@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+import flows  # noqa: F401  (importing flows enables float64: dtypes stay explicit)
+
 
 def _flat(loss, params):
     flat, unravel = ravel_pytree(params)

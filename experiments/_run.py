@@ -45,10 +45,10 @@ FULL = Plan(
 )
 QUICK = Plan(
     diagonal=DiagonalConfig(depths=(1, 2), alphas=(0.05, 0.05), steps=1000, every=50, seeds=(0, 1)),
-    patches={"n_train": 128, "n_test": 64, "n_attr": 8},
-    digits={"n_attr": 8, "n_train": 256},
-    patches_schedule=Schedule(steps=40, every=20, batch=32, lr=0.1),
-    digits_schedule=Schedule(steps=40, every=20, batch=32, lr=0.1),
+    patches={"n_train": 64, "n_test": 32, "n_attr": 4},
+    digits={"n_attr": 4, "n_train": 64, "test_fraction": 0.05},
+    patches_schedule=Schedule(steps=20, every=10, batch=16, lr=0.1),
+    digits_schedule=Schedule(steps=20, every=10, batch=16, lr=0.1),
     seeds=(0, 1),
     probes=4,
     iterations=4,
@@ -102,6 +102,7 @@ def run(out, quick: bool = False, docs=None, progress=print):
     )
     page = page_dir / "experiments.md"
     command = "python -m experiments" + (" --quick" if quick else "")
+    command += f" --docs {docs}" if docs is not None else ""
     verdicts = write_page(
         page,
         diag,

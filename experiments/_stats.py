@@ -1,5 +1,7 @@
 """Means and Student-t confidence intervals over seeds."""
 
+import warnings
+
 import numpy as np
 import scipy.stats
 
@@ -10,7 +12,8 @@ def mean_ci(values, axis=0, level=0.95):
     (NaN values dropped; half-width NaN for n < 2)."""
     v = np.asarray(values, dtype=np.float64)
     n = np.sum(np.isfinite(v), axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN, as documented
         mean = np.nanmean(v, axis=axis) if v.size else np.nan
         sd = np.nanstd(v, axis=axis, ddof=1) if v.size else np.nan
         half = scipy.stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(n)
