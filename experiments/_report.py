@@ -66,7 +66,7 @@ def diagonal_section(ds):
         "| LE-SAM − GD |"
     )
     lines.append("|---|---|---|---|---|---|---|")
-    early_signs, late = [], []
+    early_signs, nums = [], {k: [] for k in ("early", "late", "l1")}
     for level in (0.5, 0.1, 0.01):
         share = _at_loss(ds, "low_share", level)
         for b, depth in enumerate(depths):
@@ -78,6 +78,7 @@ def diagonal_section(ds):
             )
             if depth >= 2 and level == 0.5:
                 early_signs.append(_sign(diffs[l2]))
+                nums["early"].append(f"L = {depth}: {_txt(diffs[l2])}")
     lines.append("")
     # major last: from loss 0.5 to loss 0.01 ℓ2-SAM's low-intensity share falls
     early, late = _at_loss(ds, "low_share", 0.5), _at_loss(ds, "low_share", 0.01)
@@ -87,6 +88,7 @@ def diagonal_section(ds):
         change = late[:, b] - early[:, b]  # (method, seed)
         if depth >= 2:
             late_signs.append(_sign(change[l2]))
+            nums["late"].append(f"L = {depth}: {_txt(change[l2])}")
         rows.append(
             f"| {depth} | {_txt(change[gd])} | {_txt(change[l2])} | {_txt(rank0[gd, b], 2)} | "
             f"{_txt(rank0[l2, b], 2)} | {_txt(rank_end[gd, b], 2)} | {_txt(rank_end[l2, b], 2)} |"
@@ -112,6 +114,7 @@ def diagonal_section(ds):
         cos2 = ds.cos_l2.values[:, b1, :, -1]
         gaps = np.concatenate(gaps)
         agree = float(np.max(gaps[np.isfinite(gaps)])) if np.isfinite(gaps).any() else np.nan
+        nums["l1"].append(f"max |Δ share| = {agree:.4f}; cos to ℓ2 max-margin {_txt(cos2[l2])}")
         lines.append(
             f"At L = 1 the largest difference of the low-intensity share from GD's, over methods, "
             f"seeds and the three loss levels, is {agree:.4f}; the final cosine with the ℓ2 "
@@ -138,16 +141,19 @@ def diagonal_section(ds):
             _verdict(early_signs),
             "low-intensity share of ℓ2-SAM minus GD's at equal training loss 0.5, > 0 at "
             "every L ≥ 2",
+            "; ".join(nums["early"]),
         ),
         (
             "… and on the major ones late",
             _verdict(late_signs, predicted=-1),
             "ℓ2-SAM's low-intensity share at loss 0.01 minus at loss 0.5, < 0 at every L ≥ 2",
+            "; ".join(nums["late"]),
         ),
         (
             "At L = 1 all methods agree",
             "**reproduced**" if agree is not None and agree < 0.02 else "**not reproduced**",
             "largest |share − GD's share| < 0.02 at L = 1",
+            "; ".join(nums["l1"]),
         ),
     ]
     return lines, verdicts
@@ -166,6 +172,7 @@ def _early_late(ds, method):
 def cnn_section(cnn):
     lines = ["## Small CNNs", ""]
     attention, only_minor, flat, timing, sam_timing = [], [], [], [], []
+    nums = {k: [] for k in ("attention", "only_minor", "flat", "timing", "sam")}
     for name, ds in cnn.items():
         methods = list(ds.method.values)
         sgd = methods.index("SGD")
@@ -200,10 +207,12 @@ def cnn_section(cnn):
                 row.append(f"{_txt(early)} / {_txt(end)}")
                 if method == "ℓ2-SAM ρmax":
                     attention += [_sign(early), _sign(end)]
+                    kind = "Grad-CAM" if var.startswith("cam") else "saliency"
+                    nums["attention"].append(f"{name} {kind}: {_txt(early)} / {_txt(end)}")
             if method == "ℓ2-SAM ρmax":
-                only_minor.append(
-                    _sign(sel.acc_only_minor.values[:, -1] - ds.acc_only_minor.values[sgd, :, -1])
-                )
+                d = sel.acc_only_minor.values[:, -1] - ds.acc_only_minor.values[sgd, :, -1]
+                only_minor.append(_sign(d))
+                nums["only_minor"].append(f"{name}: {_txt(d)}")
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
         lines.append(
@@ -232,6 +241,7 @@ def cnn_section(cnn):
             )
             if i != le and method != "ℓ∞-SAM":
                 flat += [_sign(dt), _sign(dl)]
+                nums["flat"].append(f"{name}, − {method}: tr {_txt(dt, 3)}, λ {_txt(dl, 3)}")
         lines.append("")
         lines.append(
             "| method | test-acc. gap to SGD, first half (points) | last quarter (points) |"
@@ -244,6 +254,8 @@ def cnn_section(cnn):
         sam_early, sam_late = _early_late(ds, "ℓ2-SAM ρmax")
         timing.append(_sign(le_early))
         sam_timing += [_sign(sam_early) <= 0, _sign(sam_late - sam_early) == 1]
+        nums["timing"].append(f"{name}: {_txt(le_early, 2, 100)} points")
+        nums["sam"].append(f"{name}: {_txt(sam_early, 2, 100)} → {_txt(sam_late, 2, 100)} points")
         lines.append("")
     verdicts = [
         (
@@ -251,27 +263,32 @@ def cnn_section(cnn):
             _verdict(attention),
             "ℓ2-SAM(ρ_max) minus SGD minor share > 0, first half and end, both attributions, "
             "both tasks",
+            "; ".join(nums["attention"]),
         ),
         (
             "SAM relies more on the minor feature (accuracy with only the minor feature kept)",
             _verdict(only_minor),
             "ℓ2-SAM(ρ_max) minus SGD, end of training, both tasks",
+            "; ".join(nums["only_minor"]),
         ),
         (
             "LE-SAM reaches flatter minima than SGD and SAM (tr H and λ_max, equal loss)",
             _verdict(flat, predicted=-1),
             "LE-SAM minus SGD, SAM(ρ_max), SAM(ρ̄) < 0 for tr H and λ_max, both tasks",
+            "; ".join(nums["flat"]),
         ),
         (
             "LE-SAM's accuracy gains over SGD show throughout training (early too)",
             _verdict(timing),
             "LE-SAM − SGD test accuracy > 0 over the first half of training, both tasks",
+            "; ".join(nums["timing"]),
         ),
         (
             "SAM's accuracy gains over SGD come only late",
             _verdict([1 if ok else -1 for ok in sam_timing]),
             "ℓ2-SAM(ρ_max) − SGD not > 0 in the first half, and larger in the last quarter than "
             "in the first half, both tasks",
+            "; ".join(nums["sam"]),
         ),
     ]
     return lines, verdicts
@@ -295,11 +312,11 @@ def write_page(path, diag, cnn, figures, seconds, command):
         "baseline) and their 95 % Student-t interval: reproduced if it has the predicted sign in "
         "every case listed, not reproduced if in none, partly otherwise.",
         "",
-        "| claim | verdict | test |",
-        "|---|---|---|",
+        "| claim | verdict | test | numbers (mean ± 95 % interval over seeds) |",
+        "|---|---|---|---|",
     ]
-    for claim, verdict, test in dverdicts + cverdicts:
-        head.append(f"| {claim} | {verdict} | {test} |")
+    for claim, verdict, test, numbers in dverdicts + cverdicts:
+        head.append(f"| {claim} | {verdict} | {test} | {numbers} |")
     head.append("")
     figs = ["## Figures", ""] + [
         f"![{p.stem}]({p.as_posix()})" for p in figures if p.suffix == ".png"
@@ -319,4 +336,4 @@ def write_page(path, diag, cnn, figures, seconds, command):
     ]
     text = "\n".join(head + dlines + clines + figs + [""] + notes)
     path.write_text(text)
-    return [v for _, v, _ in dverdicts + cverdicts]
+    return [v for _, v, _, _ in dverdicts + cverdicts]
