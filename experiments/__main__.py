@@ -1,6 +1,7 @@
 """``python -m experiments [--quick] [--out DIR] [--docs DIR]``."""
 
 import argparse
+import os
 import sys
 
 
@@ -30,8 +31,13 @@ def main(argv=None) -> int:
         "(DOCS/figures/experiments) here instead of OUT",
     )
     args = parser.parse_args(argv)
-    if not args.out.strip():
-        parser.error("argument --out: must be a folder name")
+    for flag, value in (("--out", args.out), ("--docs", args.docs)):
+        if value is None:
+            continue
+        if not value.strip():
+            parser.error(f"argument {flag}: must be a folder name")
+        if os.path.exists(value) and not os.path.isdir(value):
+            parser.error(f"argument {flag}: {value!r} exists and is not a folder")
     from ._run import run  # heavy imports only after the flags are checked
 
     run(args.out, quick=args.quick, docs=args.docs, progress=lambda m: print(m, flush=True))

@@ -213,9 +213,10 @@ def test_planted_patches():
 # --- the command ------------------------------------------------------------------
 
 
-def test_cli_bad_flag_is_one_line():
+@pytest.mark.parametrize("args", [["--bogus"], ["--out", ""], ["--out", __file__]])
+def test_cli_bad_flag_is_one_line(args):
     r = subprocess.run(
-        [sys.executable, "-m", "experiments", "--bogus"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "experiments", *args], capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
