@@ -10,10 +10,11 @@ The last feature maps keep the input grid, so Grad-CAM needs no upsampling
 *Precision.* Training and measurements here run in **float32**, on purpose and
 explicitly (every array is cast): the claims tested are about which pixels a network
 attends to and how flat its minimum is, relative between methods, at losses of
-order 1e-2; float32's 1e-7 relative rounding is far below the seed-to-seed spread
-those comparisons are judged against, and float32 convolutions take about half the
-time of float64 on the 2-core budget. (:mod:`flows` enables JAX's x64 mode, so
-float64 stays the default elsewhere.)
+order 1e-3 to 1e-1; float32's 1e-7 relative rounding is far below the seed-to-seed
+spread those comparisons are judged against, and float32 halves the bytes every step
+moves on the 2-core budget. (:mod:`flows` enables JAX's x64 mode, so float64 stays the
+default elsewhere; the curvature estimators work in the dtype they are given, and
+their tests run in float64.)
 
 *Updates.* One rule for all methods, on the minibatch loss :math:`\mathcal L_B`:
 :math:`g=\nabla\mathcal L_B(\theta)`,

@@ -141,8 +141,13 @@ def maps_figure(cnn, out: Path, methods=("SGD", "ℓ2-SAM ρmax"), seed_index=0,
                 cam = ds.cam_maps.sel({"method": method}).values[seed_index, k, example]
                 axes[r, c].imshow(cam, cmap="magma")
                 if r == 0:
-                    axes[r, c].set_title(f"Grad-CAM, step {int(ds.step.values[k])}", fontsize=7)
-        axes[0, 0].set_title("input; orange: minor,\nblue: major patch", fontsize=7)
+                    axes[r, c].set_title(f"step {int(ds.step.values[k])}", fontsize=7)
+        axes[0, 0].set_title("input", fontsize=7)
+        fig.suptitle(
+            "Grad-CAM of one test image over training (each map on its own scale; "
+            "orange: boundary of the minor pixels, blue: major patch)",
+            fontsize=7,
+        )
         for ax in axes.flat:
             ax.set_xticks([])
             ax.set_yticks([])

@@ -10,6 +10,20 @@ import numpy as np
 
 from ._stats import mean_ci
 
+CAPTIONS = {
+    "diagonal_shares": "**Diagonal networks on digits 4 vs 9.** Top: share of |β_eff| on the "
+    "low-intensity pixels against time t = kη; bottom: intensity quantile of j† = argmax |β_eff| "
+    "(0 dimmest, 1 brightest). Bands: 95 % t intervals over 5 seeds (subset and start).",
+    "cnn_minor_share": "**CNN attributions over training.** Share of Grad-CAM and of saliency on "
+    "the minor feature (the weak patch; the low-intensity pixels of the digits), and test "
+    "accuracy with only the minor feature kept. Bands: 95 % t intervals over 5 seeds.",
+    "cnn_gradcam_maps": "**Grad-CAM maps** of one test image at five moments of training, SGD "
+    "and ℓ2-SAM(ρ_max) from the same seed.",
+    "cnn_flatness": "**Flatness and accuracy gaps.** Top: Hessian trace (Hutchinson) and top "
+    "eigenvalue (power iteration) at equal training loss; bottom: test accuracy minus SGD's, "
+    "paired by seed. Error bars and bands: 95 % t intervals over 5 seeds.",
+}
+
 
 def _ci(values):
     m, h = mean_ci(np.asarray(values, dtype=np.float64))
@@ -319,7 +333,9 @@ def write_page(path, diag, cnn, figures, seconds, command):
         head.append(f"| {claim} | {verdict} | {test} | {numbers} |")
     head.append("")
     figs = ["## Figures", ""] + [
-        f"![{p.stem}]({p.as_posix()})" for p in figures if p.suffix == ".png"
+        f"![{p.stem}]({p.as_posix()})\n{CAPTIONS.get(p.stem, '')}\n"
+        for p in figures
+        if p.suffix == ".png"
     ]
     notes = [
         "## Caveats",
