@@ -128,7 +128,9 @@ def diagonal_section(ds):
         cos2 = ds.cos_l2.values[:, b1, :, -1]
         gaps = np.concatenate(gaps)
         agree = float(np.max(gaps[np.isfinite(gaps)])) if np.isfinite(gaps).any() else np.nan
-        nums["l1"].append(f"max |Δ share| = {agree:.4f}; cos to ℓ2 max-margin {_txt(cos2[l2])}")
+        nums["l1"].append(
+            f"largest absolute difference {agree:.4f}; cos to ℓ2 max-margin {_txt(cos2[l2])}"
+        )
         lines.append(
             f"At L = 1 the largest difference of the low-intensity share from GD's, over methods, "
             f"seeds and the three loss levels, is {agree:.4f}; the final cosine with the ℓ2 "
@@ -166,7 +168,7 @@ def diagonal_section(ds):
         (
             "At L = 1 all methods agree",
             "**reproduced**" if agree is not None and agree < 0.02 else "**not reproduced**",
-            "largest |share − GD's share| < 0.02 at L = 1",
+            "largest absolute difference of the share from GD's < 0.02 at L = 1",
             "; ".join(nums["l1"]),
         ),
     ]
