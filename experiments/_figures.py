@@ -144,8 +144,8 @@ def maps_figure(cnn, out: Path, methods=("SGD", "ℓ2-SAM ρmax"), seed_index=0,
                     axes[r, c].set_title(f"step {int(ds.step.values[k])}", fontsize=7)
         axes[0, 0].set_title("input", fontsize=7)
         fig.suptitle(
-            "Grad-CAM of one test image over training (each map on its own scale; "
-            "orange: boundary of the minor pixels, blue: major patch)",
+            "Grad-CAM of one test image over training, each map on its own scale\n"
+            "(input: orange = boundary of the minor pixels, blue = major patch)",
             fontsize=7,
         )
         for ax in axes.flat:
