@@ -1,0 +1,245 @@
+"""Tests of the experiments package against independent values: hand-computed Grad-CAM maps,
+closed-form Hessians, optax's SAM, scikit-learn's documented digit counts, and one quick run."""
+
+import subprocess
+import sys
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+import xarray as xr
+
+import experiments
+from experiments._cnn import CNN, L2, LESAM, LINF, sam_step
+
+# --- Grad-CAM and saliency ------------------------------------------------------
+
+
+def test_gradcam_pooled_head_by_hand():
+    # A_1 = top-left quadrant, A_2 = bottom-right; head = W · mean(A), W_0 = (3, -1):
+    # α = (3, -1)/16, CAM = relu(3/16 A_1 - 1/16 A_2) = 3/16 on the top-left quadrant, else 0.
+    A = np.zeros((2, 4, 4))
+    A[0, :2, :2] = 1.0
+    A[1, 2:, 2:] = 1.0
+    W = jnp.array([[3.0, -1.0], [0.0, 1.0]])
+    cam = experiments.gradcam(
+        lambda x: x, lambda a: W @ jnp.mean(a, axis=(1, 2)), jnp.asarray(A), 0
+    )
+    expected = np.zeros((4, 4))
+    expected[:2, :2] = 3 / 16
+    np.testing.assert_allclose(np.asarray(cam), expected, rtol=0, atol=1e-15)
+    # class 1: α = (0, 1)/16, CAM = A_2 / 16
+    cam1 = experiments.gradcam(
+        lambda x: x, lambda a: W @ jnp.mean(a, axis=(1, 2)), jnp.asarray(A), 1
+    )
+    np.testing.assert_allclose(np.asarray(cam1), A[1] / 16, rtol=0, atol=1e-15)
+
+
+def _hand_cnn():
+    # width 2: conv1 = (+center tap, -center tap), conv2 = identity per channel, so
+    # A = (relu(x), relu(-x)); head class 0 has weight 1 on map 0 and 2 on map 1 everywhere.
+    model = CNN(jax.random.PRNGKey(0), classes=2, width=2)
+    w1 = np.zeros((2, 1, 3, 3), np.float32)
+    w1[0, 0, 1, 1], w1[1, 0, 1, 1] = 1.0, -1.0
+    w2 = np.zeros((2, 2, 3, 3), np.float32)
+    w2[0, 0, 1, 1] = w2[1, 1, 1, 1] = 1.0
+    w3 = np.zeros((2, 2, 8, 8), np.float32)
+    w3[0, 0], w3[0, 1] = 1.0, 2.0
+    zeros = lambda n: jnp.zeros((n,), jnp.float32)  # noqa: E731
+    return eqx.tree_at(
+        lambda m: (m.w1, m.b1, m.w2, m.b2, m.w3, m.b3),
+        model,
+        (jnp.asarray(w1), zeros(2), jnp.asarray(w2), zeros(2), jnp.asarray(w3), zeros(2)),
+    )
+
+
+def test_gradcam_and_saliency_on_hand_built_cnn():
+    model = _hand_cnn()
+    x = np.random.default_rng(0).standard_normal((1, 8, 8)).astype(np.float32)
+    # α_k = mean of head weights over the grid = (1, 2): CAM = relu(x) + 2 relu(-x)
+    cam = experiments.gradcam(model.features, model.classify, jnp.asarray(x), 0)
+    expected = np.where(x[0] > 0, x[0], -2 * x[0])
+    np.testing.assert_allclose(np.asarray(cam), expected, rtol=1e-6)
+    # f_0 = Σ relu(x) + 2 Σ relu(-x): ∂f_0/∂x = 1 where x > 0, -2 where x < 0
+    sal = experiments.saliency(model, jnp.asarray(x), 0)
+    np.testing.assert_allclose(np.asarray(sal), np.where(x[0] > 0, 1.0, 2.0), rtol=1e-6)
+
+
+def test_minor_share_and_bad_input():
+    maps = jnp.array([[[1.0, 3.0], [0.0, 0.0]], [[0.0, 0.0], [5.0, 5.0]]])
+    minor = jnp.array([[True, False], [False, False]])
+    major = jnp.array([[False, True], [False, False]])
+    share = np.asarray(experiments.minor_share(maps, minor, major))
+    assert share[0] == pytest.approx(0.25) and np.isnan(share[1])
+    with pytest.raises(ValueError, match="features"):
+        experiments.gradcam(lambda x: x[0], lambda a: a.sum(0), jnp.ones((2, 3, 3)), 0)
+
+
+# --- curvature --------------------------------------------------------------------
+
+
+def _logistic_problem():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((40, 6))
+    y = np.where(rng.random(40) < 0.5, -1.0, 1.0)
+    w = 0.3 * rng.standard_normal(6)
+    # closed form: H = (1/n) Σ p(1-p) x xᵀ with p = σ(y wᵀx)
+    p = 1 / (1 + np.exp(-y * (X @ w)))
+    H = (X * (p * (1 - p))[:, None]).T @ X / len(y)
+
+    def loss(params):
+        return jnp.mean(jnp.logaddexp(0.0, -jnp.asarray(y) * (jnp.asarray(X) @ params["w"])))
+
+    return loss, {"w": jnp.asarray(w)}, H
+
+
+def test_hutchinson_trace_against_closed_form():
+    loss, params, H = _logistic_problem()
+    est, se = experiments.hutchinson_trace(loss, params, jax.random.PRNGKey(0), probes=4000)
+    assert abs(float(est) - np.trace(H)) < 4 * float(se)
+    assert float(se) < 0.02 * np.trace(H)
+    # a diagonal Hessian makes every Rademacher probe exact
+    diag = jnp.array([1.0, 2.0, 5.0])
+    est, _ = experiments.hutchinson_trace(
+        lambda p: 0.5 * jnp.sum(diag * p**2), jnp.ones(3), jax.random.PRNGKey(3), probes=3
+    )
+    assert float(est) == pytest.approx(8.0, rel=1e-14)
+
+
+def test_top_eigenvalue_and_hvp_against_closed_form():
+    loss, params, H = _logistic_problem()
+    lam = experiments.top_eigenvalue(loss, params, jax.random.PRNGKey(2), iterations=300)
+    assert float(lam) == pytest.approx(np.linalg.eigvalsh(H)[-1], rel=1e-8)
+    v = np.arange(6.0)
+    np.testing.assert_allclose(
+        np.asarray(experiments.hvp(loss, params, jnp.asarray(v))), H @ v, rtol=1e-10
+    )
+    with pytest.raises(ValueError, match="probes"):
+        experiments.hutchinson_trace(loss, params, jax.random.PRNGKey(0), probes=0)
+
+
+# --- one SAM step against optax --------------------------------------------------
+
+
+def _cnn_loss():
+    model = CNN(jax.random.PRNGKey(3), classes=3, width=2)
+    params, static = eqx.partition(model, eqx.is_array)
+    rng = np.random.default_rng(4)
+    X = jnp.asarray(rng.standard_normal((5, 1, 8, 8)), jnp.float32)
+    y = jnp.asarray(rng.integers(0, 3, 5), jnp.int32)
+
+    def loss(p):
+        return experiments.cross_entropy(eqx.combine(p, static), X, y)
+
+    return loss, params
+
+
+def _optax_sam(loss, params, lr, rho):
+    opt = optax.contrib.sam(
+        optax.sgd(lr), optax.chain(optax.contrib.normalize(), optax.sgd(rho)), opaque_mode=True
+    )
+    updates, _ = opt.update(
+        jax.grad(loss)(params), opt.init(params), params, grad_fn=lambda p, _: jax.grad(loss)(p)
+    )
+    return optax.apply_updates(params, updates)
+
+
+def _close(a, b, rtol=1e-5):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=1e-7)
+
+
+def test_sam_step_matches_optax():
+    loss, params = _cnn_loss()
+    ours, radius = sam_step(loss, params, 0.05, L2, 0.2)
+    _close(ours, _optax_sam(loss, params, 0.05, 0.2))
+    assert float(radius) == pytest.approx(0.2)
+    # LE-SAM below the cap is ℓ2-SAM at ρ_t = σ/(‖g‖ + ϱ); with a huge σ the cap ρ_max binds
+    gnorm = float(optax.tree.norm(jax.grad(loss)(params)))
+    le, r = sam_step(loss, params, 0.05, LESAM, 10.0, 0.5 * gnorm * 0.1)
+    assert float(r) == pytest.approx(0.05, rel=1e-5)
+    _close(le, _optax_sam(loss, params, 0.05, 0.05))
+    capped, r = sam_step(loss, params, 0.05, LESAM, 0.2, 1e6)
+    assert float(r) == pytest.approx(0.2)
+    _close(capped, _optax_sam(loss, params, 0.05, 0.2))
+
+
+def test_linf_step_by_hand():
+    loss, params = _cnn_loss()
+    g = jax.grad(loss)(params)
+    hat = jax.tree.map(lambda p, gi: p + 0.01 * jnp.sign(gi), params, g)
+    expected = jax.tree.map(lambda p, gi: p - 0.05 * gi, params, jax.grad(loss)(hat))
+    ours, _ = sam_step(loss, params, 0.05, LINF, 0.01)
+    _close(ours, expected)
+
+
+# --- data ----------------------------------------------------------------------------
+
+# scikit-learn's digits (its DESCR: 1,797 8x8 images, pixel values 0..16); the class sizes
+# of the UCI optdigits test set it ships
+DIGIT_COUNTS = [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+
+
+def test_digits_loader_shapes_and_labels():
+    images, labels = experiments.load_digits()
+    assert images.shape == (1797, 8, 8) and images.dtype == np.float64
+    assert labels.shape == (1797,)
+    assert images.min() == 0.0 and images.max() == 1.0
+    assert np.all(np.isin(np.round(images * 16, 12), np.arange(17)))  # values k/16
+    assert np.bincount(labels).tolist() == DIGIT_COUNTS
+    X, y = experiments.binary_digits(4, 9)
+    assert X.shape == (181 + 180, 64) and y.shape == (361,)
+    assert (y == 1).sum() == 181 and (y == -1).sum() == 180
+    np.testing.assert_array_equal(X[y == 1], images[labels == 4].reshape(-1, 64))
+    for bad, name in (((4, 4), "negative"), ((10, 1), "positive"), ((1, 2.0), "negative")):
+        with pytest.raises(ValueError, match=name):
+            experiments.binary_digits(*bad)
+
+
+def test_planted_patches():
+    data = experiments.planted_patches(50, major=1.0, minor=0.3, noise=0.0, seed=0)
+    sign = 2.0 * data.labels - 1.0
+    np.testing.assert_allclose(data.images[:, 1, 1], sign * 1.0)
+    np.testing.assert_allclose(data.images[:, 6, 6], sign * 0.3)
+    assert data.major_mask.sum() == data.minor_mask.sum() == 4
+    assert not np.any(data.major_mask & data.minor_mask)
+    with pytest.raises(ValueError, match="minor"):
+        experiments.planted_patches(10, major=0.1, minor=0.3)
+
+
+# --- the command ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--out", ""], ["--out", __file__]])
+def test_cli_bad_flag_is_one_line(args):
+    r = subprocess.run(
+        [sys.executable, "-m", "experiments", *args], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_quick_command_end_to_end(tmp_path, capsys):
+    # the command's entry point, in this process (JAX is already loaded and warm here)
+    from experiments.__main__ import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "[" in out and "wrote" in out  # progress lines
+    diag = xr.load_dataset(tmp_path / "diagonal.nc")
+    assert set(diag.low_share.dims) == {"method", "depth", "seed", "step"}
+    for name in ("patches", "digits"):
+        ds = xr.load_dataset(tmp_path / f"cnn_{name}.nc")
+        assert set(ds.cam_minor_share.dims) == {"method", "seed", "checkpoint"}
+        assert ds.sizes["method"] == 5
+    pngs = sorted((tmp_path / "figures").glob("*.png"))
+    assert len(pngs) == 4 and len(list((tmp_path / "figures").glob("*.pdf"))) == 4
+    import matplotlib.image
+
+    for png in pngs:  # 5.5 in at 200 dpi
+        assert matplotlib.image.imread(png).shape[1] == 1100
+    page = (tmp_path / "experiments.md").read_text()
+    assert "reproduced" in page and "| claim | verdict |" in page
