@@ -189,11 +189,12 @@ def assert_same_runs(ours, ref, conditioning=0.0):
 def test_trajectories_match_diffrax(name, rescaled):
     """The engine runs diffrax's algorithm: same statuses, step counts, events and states
     (to 1e-9 relative, or to the reference's own spread under a few-ulp change of θ₀ where
-    the flow amplifies rounding more: per-layer ℓ2-SAM's plain flow, 2.5e-9), L = 2, 3."""
+    the flow amplifies rounding more: per-layer ℓ2-SAM's plain flow, 2.5e-9), at L = 3 (every
+    depth is checked against the reduced flow above)."""
     method = METHODS[name]
     data = flows.single_example([1.0, 2.0, 3.0]) if rescaled else separable_data(4, 3)
     rng = np.random.default_rng(5)
-    for depth in (2, 3):
+    for depth in (3,):
         theta0 = rng.uniform(0.2, 0.6, size=(4, depth, 3))
         kw = dict(t1=30.0, ts=np.linspace(0.0, 30.0, 31), rescaled=rescaled)
         ours = flows.solve_many(method, data, theta0, **kw)

@@ -215,7 +215,8 @@ RESUMABLE = textwrap.dedent(
         return {"status": traj.status, "t_end": t_end}
 
     r = flows.sweep(point, {"alpha": np.linspace(0.05, 1.0, 6), "rho": [0.2, 0.6]},
-                    chunk_size=2, cache_dir=sys.argv[1], progress=False)
+                    chunk_size=2, cache_dir=sys.argv[1], progress=False,
+                    key="slow point, the lock only paces it")  # the lock is not described
     print(json.dumps({"computed": r.n_computed, "cached": r.n_cached, "chunks": r.n_chunks,
                       "t_end": r["t_end"].tolist()}))
     """
