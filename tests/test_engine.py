@@ -177,9 +177,16 @@ def state_error(a, b):
 def assert_same_runs(ours, ref, conditioning=0.0):
     """Statuses, step counts, t_end (1e-9 relative) and the saved states relative to max|θ(t)|
     (1e-9, or 4 × ``conditioning``: how far the reference itself moves when θ₀ moves by a few
-    ulps, for a flow that amplifies rounding) of two batched trajectories."""
+    ulps, for a flow that amplifies rounding) of two batched trajectories. Step counts are
+    equal where the flow does not amplify rounding, else within 5 %: the error estimate
+    cancels to ~1e-8 of the stages, and where an accept/reject decision is that close a
+    rounding decides it (diffrax's own count moves by 2 of 84 under a 1e-15 change of θ₀ for
+    smoothed ℓ∞-SAM's plain flow)."""
     assert ours.status_name.tolist() == ref.status_name.tolist()
-    np.testing.assert_array_equal(ours.n_steps, ref.n_steps)
+    if conditioning <= 1e-9:
+        np.testing.assert_array_equal(ours.n_steps, ref.n_steps)
+    else:
+        assert np.all(np.abs(np.asarray(ours.n_steps - ref.n_steps)) <= 0.05 * ref.n_steps)
     np.testing.assert_allclose(ours.t_end, ref.t_end, rtol=1e-9)
     assert state_error(ours, ref) <= max(1e-9, 4 * conditioning)
 
