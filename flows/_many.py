@@ -9,7 +9,8 @@ from ._config import release_compiled_when_crowded
 from ._dynamics import real_time
 from ._methods import LESAM, AbstractMethod
 from ._options import AUTO_ATOL, SolverOptions
-from ._problem import Dataset, beta, check_loss, loss_fn
+from ._problem import Dataset, beta, loss_fn
+from ._solve import check_problem, check_ts
 from ._trajectory import Trajectory
 from ._validate import as_array, check_int, check_scalar
 
@@ -79,37 +80,21 @@ def solve_many(
     True
     """
     release_compiled_when_crowded()
-    if not isinstance(method, AbstractMethod):
-        raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    loss = check_problem(method, data, loss, rescaled)
     if options is None:
         options = SolverOptions(backend="numba")
     if not isinstance(options, SolverOptions):
         raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
-    if not isinstance(rescaled, bool):
-        raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
-    loss = check_loss(loss)
-    if rescaled and data.n != 1:
-        raise ValueError(
-            f"`rescaled=True` needs a single example (n = 1): with n > 1 there is no common "
-            f"loss factor to divide out; got n = {data.n}."
-        )
     theta0 = _check_starts(theta0, data)
     values = _check_params(method, params, theta0.shape[0])
     n = max([theta0.shape[0]] + [v.shape[0] for v in values.values()])
     theta0 = np.broadcast_to(theta0, (n, *theta0.shape[1:]))
     t1 = float(check_scalar("t1", t1, positive=True))
-    ts = _check_ts(ts, t1)
+    ts = np.asarray(check_ts(ts, t1), np.float64)
     if workers is not None:
         workers = check_int("workers", workers, minimum=1)
     if options.backend == "numba":
-        if not engine_supports(method):
-            raise ValueError(
-                "`method` must be GD, L2SAM, LinfSAM(rho, delta) or LESAM with a constant "
-                f"sigma for backend='numba'; got {method!r}: use backend='diffrax'."
-            )
-        return _numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers)
+        return run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers)
     if options.backend == "diffrax":
         return _diffrax(method, data, theta0, ts, t1, rescaled, loss, values, options)
     raise ValueError(f"`options.backend` must be 'numba' or 'diffrax'; got {options.backend!r}.")
@@ -146,7 +131,7 @@ def _check_params(method, params, n):
             )
         arr = np.atleast_1d(np.asarray(as_array(f"params[{name!r}]", value), np.float64))
         positive, nonnegative = _SIGNS[name]
-        if arr.ndim != 1 or arr.shape[0] not in (1, n) and n != 1:
+        if arr.ndim != 1 or (arr.shape[0] not in (1, n) and n != 1):
             raise ValueError(
                 f"`params[{name!r}]` must be a number or an array of shape (N,) = ({n},); "
                 f"got shape {arr.shape}."
@@ -160,17 +145,6 @@ def _check_params(method, params, n):
     if len(sizes) > 1:
         raise ValueError(f"`params` arrays must share one length N; got lengths {sorted(sizes)}.")
     return out
-
-
-def _check_ts(ts, t1):
-    if ts is None:
-        return np.linspace(0.0, t1, 101)
-    ts = np.asarray(as_array("ts", ts, "a 1-D array of saving times"), np.float64)
-    if ts.ndim != 1 or ts.shape[0] < 1:
-        raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
-    if not (np.all(np.isfinite(ts)) and np.all(np.diff(ts) >= 0) and ts[0] >= 0 and ts[-1] <= t1):
-        raise ValueError(f"`ts` must be finite, non-decreasing and within [0, t1]; got {ts!r}.")
-    return ts
 
 
 def _param_rows(method, values, n):
@@ -191,8 +165,16 @@ def _atols(options, theta0):
     return np.full(theta0.shape[0], float(options.atol))
 
 
-def _numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers):
+def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers):
+    """The numba engine on validated inputs: ``theta0`` (N, L, d) and ``ts`` NumPy arrays,
+    ``values`` the checked ``params``; refuses (naming ``method``) a method it cannot run."""
     from . import _engine
+
+    if not engine_supports(method):
+        raise ValueError(
+            "`method` must be GD, L2SAM, LinfSAM(rho, delta) or LESAM with a constant "
+            f"sigma for backend='numba'; got {method!r}: use backend='diffrax'."
+        )
 
     n, depth, d = theta0.shape
     clock = options.clock(method, rescaled)

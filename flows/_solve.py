@@ -34,7 +34,24 @@ def _backend(name: str):
     return _diffrax if name == "diffrax" else importlib.import_module("._scipy", __package__)
 
 
-def _check_ts(ts, t1):
+def check_problem(method, data, loss, rescaled) -> str:
+    """Check the problem of :func:`solve` and :func:`flows.solve_many`; return the loss name."""
+    if not isinstance(method, AbstractMethod):
+        raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    loss = check_loss(loss)
+    if not isinstance(rescaled, bool):
+        raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
+    if rescaled and data.n != 1:
+        raise ValueError(
+            f"`rescaled=True` needs a single example (n = 1): with n > 1 there is no common "
+            f"loss factor to divide out; got n = {data.n}."
+        )
+    return loss
+
+
+def check_ts(ts, t1):
     if ts is None:
         return jnp.linspace(0.0, t1, 101)
     ts = as_array("ts", ts, what="a 1-D array of saving times")
@@ -159,21 +176,10 @@ def solve(
     ('ok', (101, 2, 2))
     """
     release_compiled_when_crowded()
-    if not isinstance(method, AbstractMethod):
-        raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
-    if not isinstance(data, Dataset):
-        raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
+    loss = check_problem(method, data, loss, rescaled)
     theta0 = check_theta(theta0, data)
-    loss = check_loss(loss)
-    if not isinstance(rescaled, bool):
-        raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
-    if rescaled and data.n != 1:
-        raise ValueError(
-            f"`rescaled=True` needs a single example (n = 1): with n > 1 there is no common "
-            f"loss factor to divide out; got n = {data.n}."
-        )
     t1 = check_scalar("t1", t1, positive=True)
-    ts = _check_ts(ts, t1)
+    ts = check_ts(ts, t1)
     given = dict(
         backend=backend, solver=solver, rtol=rtol, atol=atol, max_steps=max_steps,
         collapse_tol=collapse_tol, escape_tol=escape_tol, loss_tol=loss_tol, dense=dense,
@@ -187,11 +193,10 @@ def solve(
             f"backend={options.backend!r} cannot run under jax.jit/vmap; use backend='diffrax'."
         )
     if options.backend == "numba":
-        from ._many import solve_many
+        from ._many import run_numba
 
-        many = solve_many(
-            method, data, theta0, t1=t1, ts=ts, rescaled=rescaled, loss=loss, options=options
-        )
+        theta0, ts = np.asarray(theta0)[None], np.asarray(ts)
+        many = run_numba(method, data, theta0, ts, float(t1), rescaled, loss, {}, options, None)
         return jax.tree.map(lambda a: a[0], many)
     driver = _backend(options.backend)
     clock = options.clock(method, rescaled)
