@@ -58,7 +58,7 @@ def start_atol(atol, theta0):
     ``atol=None`` (the default of the analysis layer): :math:`10^{-150}\max|\theta_0|`
     (``ATOL_REL``), at least the smallest normal float64 :math:`2.2\cdot10^{-308}`. It is
     relative so that the scale twins :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)`
-    (science.md §5) are solved alike at every magnitude, and this small so that the error
+    of the rescaled flow are solved alike at every magnitude, and this small so that the error
     control stays relative (``rtol``) for every weight of the run: the minor weights decay
     exponentially during a plateau (to :math:`10^{-73}\max|\theta_0|` and below), and where
     they fall under ``atol`` their growth rates, hence the switch times, are no longer
