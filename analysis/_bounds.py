@@ -1,4 +1,4 @@
-r"""Closed-form regime thresholds of ℓ2-SAM at :math:`L=2`, derived with sympy (science.md §5).
+r"""Closed-form regime thresholds of ℓ2-SAM at :math:`L=2`, derived with sympy (docs/theory.md §9).
 
 For the single example :math:`\{(\mu,+1)\}` and the balanced uniform start
 :math:`w^{(1)}=w^{(2)}=\alpha\mathbf 1`, the rescaled flow is

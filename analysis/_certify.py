@@ -2,7 +2,7 @@ r"""When a single-example run is decided: the escape and settled-leader certific
 
 Setting: the rescaled flow :math:`d\theta/d\tau=\nabla m(\hat\theta)` of one example
 :math:`\{(\mu,+1)\}` from nonnegative weights, so that :math:`\dot w_{lj}=\mu_j\prod_{l'\ne l}\hat
-w_{l'j}` (science.md §3) with :math:`\hat\theta=\theta+\varepsilon`.
+w_{l'j}` (docs/theory.md §4) with :math:`\hat\theta=\theta+\varepsilon`.
 
 **Two facts about every method here** (GD, ℓ2-SAM global and per layer, LE-SAM, ℓ∞-SAM):
 
@@ -125,7 +125,7 @@ def certificate(theta, mu, bound, depth: int, trapped=None, decoupled: bool = Fa
     ``decoupled`` (exact ℓ∞-SAM, :func:`decouples`; ``bound`` is then ρ) adds an exact
     comparison for *balanced* coordinates (every layer equal, :math:`w_{lj}=w_j\ge0`). Each
     follows its own scalar equation :math:`\dot w_j=\mu_jg(w_j)`,
-    :math:`g(w)=(w-\rho)^{L-1}` (:math:`L\ge2`, science.md §5), so
+    :math:`g(w)=(w-\rho)^{L-1}` (:math:`L\ge2`, docs/theory.md §11), so
     :math:`w_j(\tau)=W(w_j(0),\mu_j\tau)` with one flow :math:`W` of :math:`\dot x=g(x)`.
     For a leader with :math:`w_k>\rho`, :math:`W` increases in both arguments above ρ, so a
     balanced :math:`j` with :math:`\rho<w_j\le w_k` and :math:`\mu_j\le\mu_k` stays at
@@ -218,7 +218,7 @@ def keeps_invariant_order(method, theta0, theta, mu, depth: int):
     For GD, ℓ2-SAM and LE-SAM from a balanced start the perturbation is
     :math:`\varepsilon_j=-c\,\mu_jw_j^{L-1}` with one scalar :math:`c\ge0` for all
     coordinates, so every :math:`q_j=\mu_jw_j^{L-2}` obeys the same scalar ODE
-    :math:`\dot q=(L-2)q^2(1-cq)^{L-1}` (science.md §5, with :math:`c=\rho/N` for ℓ2-SAM) and
+    :math:`\dot q=(L-2)q^2(1-cq)^{L-1}` (docs/theory.md §10, with :math:`c=\rho/N` for ℓ2-SAM) and
     the order of the :math:`q_j` never changes (:math:`L\ge3`). Near the degenerate saddle,
     where all :math:`q_j` are equal, a float64 state can lose that order; a leader certified
     from such a state is not to be trusted.
@@ -271,7 +271,7 @@ def limit_index(method, mu, alpha, depth: int):
 def limit_leader(method, mu, alpha, depth: int):
     r"""The predicted limit of :math:`j^\dagger` from a balanced start, if the run escapes.
 
-    One definition of the limit predictions (science.md §4–5), index 0-based, or None when no
+    One definition of the limit predictions (docs/theory.md §15), index 0-based, or None when no
     coordinate can escape or the prediction ties:
 
     * :math:`L=1`: :math:`\dot w=\mu` exactly, so :math:`\arg\max\mu` (the direction itself
@@ -281,7 +281,7 @@ def limit_leader(method, mu, alpha, depth: int):
       :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}` (claim C2; at :math:`L=2`
       :math:`\arg\max_{\alpha_j>\rho}\mu_j`, the largest rate);
     * GD, ℓ2-SAM, LE-SAM: :math:`\arg\max\mu` at :math:`L=2` (C3), and at :math:`L\ge3` the
-      :math:`q`-order theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (science.md §5).
+      :math:`q`-order theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (docs/theory.md §10).
 
     >>> import flows, analysis
     >>> analysis.limit_leader(flows.LinfSAM(0.1), [1.0, 2.0, 3.0], [0.6, 0.25, 0.12], 3)
@@ -304,7 +304,7 @@ def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
         \iff\alpha_j=\rho+\Big(\frac{\mu_k}{\mu_j}\Big)^{1/(L-2)}(\alpha_k-\rho).
 
     Both coordinates blow up at :math:`\tau^*=1/((L-2)\mu(\alpha-\rho)^{L-2})` of their own
-    decoupled flow :math:`\dot w=\mu(w-\rho)^{L-1}` (science.md §5), so on this curve they blow
+    decoupled flow :math:`\dot w=\mu(w-\rho)^{L-1}` (docs/theory.md §11), so on this curve they blow
     up together; below it (:math:`\alpha_j` smaller) :math:`k` wins. For :math:`d=2`,
     :math:`\mu_1<\mu_2` it is the line through :math:`(\rho,\rho)` of slope
     :math:`(\mu_1/\mu_2)^{1/(L-2)}<1` that bounds the region where the minor coordinate wins.
@@ -349,7 +349,7 @@ def invariant_leader(method, theta0, mu, depth: int):
 
     For GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` from a balanced start the :math:`q_j` keep their
     order (:func:`keeps_invariant_order`) and, on an escape, the largest one blows up first
-    while the others stay finite (science.md §5), so :math:`j^\dagger` ends on
+    while the others stay finite (docs/theory.md §10), so :math:`j^\dagger` ends on
     :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (unique). This decides the limit where the float64
     state cannot (near the degenerate saddle the coordinates agree to below double precision).
     Exact ℓ∞-SAM from a balanced start at :math:`L\ge2` (:func:`keeps_invariant_order`):
@@ -368,7 +368,7 @@ def never_escapes(method, theta, depth: int):
     r"""True when no coordinate can ever escape: exact ℓ∞-SAM at odd :math:`L\ge3` below ρ.
 
     ℓ∞-SAM's balanced coordinates decouple, :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}` for
-    :math:`w_j>0` (science.md §5), and :math:`w_j=\rho` is an equilibrium of each: from
+    :math:`w_j>0` (docs/theory.md §11), and :math:`w_j=\rho` is an equilibrium of each: from
     :math:`0\le w_j<\rho` every weight stays below ρ. At odd :math:`L` the field is
     :math:`\ge0`, so it does not fall to 0 either: the run is *stalled* (bounded, the loss does
     not vanish). False for every other method and depth (traceable).

@@ -1,5 +1,5 @@
-r"""The theorem-check report: claims C1–C4 of science.md §4 and the depth results of §5 run as
-numerical experiments.
+r"""The theorem-check report: claims C1–C4 (docs/theory.md §17) and the depth results of
+docs/theory.md §8, §10 and §11 run as numerical experiments.
 
 Each check is one row: claim, setting, prediction, measurement, tolerance and a result,
 ``PASS`` or ``FAIL``. Every prediction comes from an independent source (a closed form, sympy,
@@ -232,7 +232,7 @@ def _gd_row(mu, alpha, j=None):
 def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3, alpha_c=None):
     r"""α_c = ρ for exact ℓ∞-SAM at L = 2, from the flow itself on both sides.
 
-    The coordinates decouple, :math:`w_j=\rho+(\alpha-\rho)e^{\mu_j\tau}` (science.md §5).
+    The coordinates decouple, :math:`w_j=\rho+(\alpha-\rho)e^{\mu_j\tau}` (docs/theory.md §11).
     From α = ρ(1 − ε) every w_j reaches 0 (the largest μ first) and the run collapses when the last,
     :math:`w_1`, is :math:`c\sqrt d\,\alpha` (‖θ‖ = c‖θ₀‖, the others held at 0); from
     α = ρ(1 + ε) it escapes when :math:`\lVert w\rVert=E\sqrt d\,\alpha`. Both end times
@@ -373,7 +373,7 @@ def check_c3(quick=False):
 
 
 def _reduction(mu, alpha, rho):
-    r"""The scalar reduction of ℓ2-SAM, L = 2, uniform start α (science.md §5):
+    r"""The scalar reduction of ℓ2-SAM, L = 2, uniform start α (docs/theory.md §9):
     :math:`\log w_j=\log\alpha+g_j`, :math:`g_j=\mu_j\tau-c\mu_j^2T(\tau)`,
     :math:`dT/d\tau=1/\lVert\mu\odot w\rVert`, :math:`c=\rho/\sqrt2`. Returns the right-hand
     side ``f(τ, [T])`` and ``growth(τ, T)`` = g (an independent check of the full flow; nothing
@@ -650,7 +650,7 @@ def check_c4(quick=False):
     return rows
 
 
-# --- depth (science.md §5): closed forms at L >= 3 -----------------------------------------
+# --- depth (docs/theory.md §8, §10, §11): closed forms at L >= 3 ---------------------------
 
 
 def _blowup_row(method, name, mu, alpha, depth, shift):

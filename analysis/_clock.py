@@ -2,7 +2,7 @@ r"""The norm clock :math:`s`: the same path as the rescaled flow, with the blow-
 
 On the rescaled clock :math:`\tau` the flow at depth :math:`L\ge3` blows up in finite time, and
 the last switches of :math:`j^\dagger` crowd into :math:`\tau^*-\tau\to0`. The clock change
-(science.md §5)
+(docs/theory.md §5)
 
 .. math::
     \frac{ds}{d\tau}=\Big(\frac{\lVert\theta(\tau)\rVert}{\lVert\theta(0)\rVert}\Big)^{L-2},

@@ -1,6 +1,6 @@
 r"""Dominant index :math:`j^\dagger(t)=\arg\max_j\lvert\beta_j(t)\rvert` and its switch times.
 
-Tie rule (science.md §6). With a uniform :math:`\alpha` every :math:`\lvert\beta_j(0)\rvert`
+Tie rule (docs/theory.md §13). With a uniform :math:`\alpha` every :math:`\lvert\beta_j(0)\rvert`
 is the same, so :math:`j^\dagger(0)` is defined as the right limit
 :math:`\lim_{t\downarrow0}j^\dagger(t)`: among the tied indices, the one whose
 :math:`\lvert\beta_j\rvert` grows fastest (largest :math:`d\log\lvert\beta_j\rvert/dt`),

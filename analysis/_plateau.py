@@ -1,7 +1,8 @@
-r"""The loss plateau of regime R2 (science.md §4, C4).
+r"""Loss plateaus along a trajectory (docs/theory.md §16).
 
-In R2 the loss sits on a plateau while minor coordinates grow and drops fast only
-after the major one takes over. Numerically, the plateau is the longest stretch of
+The margin grows with whichever coordinate escapes, often a minor one, so the loss can fall
+while :math:`j^\dagger` is still minor; a plateau appears where a run lingers near a saddle,
+e.g. just above :math:`\alpha_c`. Numerically, the plateau is the longest stretch of
 saved times :math:`[t_s,t_e]` over which the loss stays within a relative band,
 
 .. math::

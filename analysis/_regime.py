@@ -222,7 +222,7 @@ def regime_path(
 
     Near the degenerate saddle at :math:`L\ge3` the coordinates can agree to below double
     precision. For GD, ℓ2-SAM and LE-SAM the exact flow keeps the order of
-    :math:`q_j=\mu_jw_j^{L-2}` (science.md §5): a change of :math:`j^\dagger` seen in a state
+    :math:`q_j=\mu_jw_j^{L-2}` (docs/theory.md §10): a change of :math:`j^\dagger` seen in a state
     that breaks it is rounding and is dropped, and once the escape is certified the limit is
     the theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}`
     (:func:`analysis._certify.invariant_leader`); if the observed sequence does not end there,

@@ -16,8 +16,8 @@ where :math:`\partial m_i/\partial w^{(l)}_j=y_ix_{ij}\prod_{k\ne l}w^{(k)}_j` a
     \operatorname{tr}H=\frac1n\sum_i\ell''(m_i)\,\lVert\nabla m_i\rVert_2^2\ \ge0 .
 
 The Hessian is taken in **parameter space** (θ), not in predictor space (β): the LE-SAM
-paper's flatness claim (lower Hessian trace and top eigenvalue than SAM; science.md §4) is about
-the Hessian of the loss with respect to the trained weights, and the two differ for
+paper's flatness claim (lower Hessian trace and top eigenvalue than SAM; docs/theory.md §17) is
+about the Hessian of the loss with respect to the trained weights, and the two differ for
 :math:`L\ge2` (the β-Hessian :math:`\frac1n\sum_i\ell''(m_i)x_ix_i^\top` ignores the
 factorisation). :math:`\lambda_{\max}` is the largest (algebraic) eigenvalue; for
 :math:`L\ge2` the term :math:`\ell'\nabla^2m_i` is indefinite, so :math:`H` can have negative

@@ -89,7 +89,7 @@ def grid(n_alpha, n_rho):
 
 
 def expected_cost(points):
-    """Expected-cost key: by scale invariance the path depends on α/ρ only (science.md §5)."""
+    """Expected-cost key: by scale invariance the path depends on α/ρ only (docs/theory.md §6)."""
     return np.log(points["alpha"] / points["rho"])
 
 

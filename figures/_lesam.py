@@ -3,7 +3,7 @@ r"""LE-SAM at the public reference defaults and beyond (figure 7).
 LE-SAM (flows.LESAM) perturbs by :math:`\rho_t\,g/\lVert g\rVert` with
 :math:`\rho_t=\min(\sigma/(\lVert g\rVert+\varrho),\rho_{\max})`, :math:`g=\nabla\mathcal L`;
 the public reference implementation uses :math:`\sigma=0.35`, :math:`\rho_{\max}=0.3`. The loss is
-the logistic loss throughout: LE-SAM's rescaled flow depends on it (science.md §5).
+the logistic loss throughout: LE-SAM's rescaled flow depends on it (docs/theory.md §5).
 
 * Regimes over :math:`(\sigma,\alpha)` at :math:`\rho_{\max}=0.3`: :func:`analysis.phase_diagram`
   of the rescaled single-example flow on :math:`\mu=(1,\dots,5)` (as the other regime maps), the

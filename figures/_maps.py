@@ -1,12 +1,12 @@
 r"""Regime maps and "minor first, major last" maps of ℓ2-SAM and LE-SAM (figures 1, 2, 6, 7).
 
-All runs are the rescaled single-example flow (science.md §3) on :math:`\mu=(1,2,3,4,5)` from
+All runs are the rescaled single-example flow (docs/theory.md §4) on :math:`\mu=(1,2,3,4,5)` from
 the balanced uniform start :math:`w^{(l)}(0)=\alpha`. The regime maps are
 :func:`analysis.phase_diagram` grids and their boundaries :math:`k=\alpha/\rho` are
 :func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` (the regimes, the rule that
 decides them and the boundary search are defined once, in :mod:`analysis`); by the scale
-invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of ℓ2-SAM (science.md §5) they
-depend on :math:`\alpha/\rho` only, so they are computed at :math:`\rho=1`. The
+invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of ℓ2-SAM (docs/theory.md §6)
+they depend on :math:`\alpha/\rho` only, so they are computed at :math:`\rho=1`. The
 :math:`j^\dagger` maps read :math:`\arg\max_j|\beta_j|` along each run on the norm clock
 :math:`s` of :func:`analysis.norm_clock` (:math:`s=\tau` at :math:`L=2`; at :math:`L\ge3` it
 sends the finite-τ blow-up to :math:`s=\infty`), and mark every switch of

@@ -49,10 +49,10 @@ def diffrax_event(condition, span) -> diffrax.Event:
     ``span`` the run's time span (e.g. :math:`t_1`; traceable; the smallest normal float64 is
     added, so that a span of 0 still terminates). The absolute part is relative to the span so
     that the scale twins of the rescaled flow at :math:`L\ge3`, whose times scale as
-    :math:`\lambda^{2-L}` (science.md §5), locate their events alike: a fixed :math:`10^{-14}`
-    was :math:`3\times10^{-5}` of the escape time at :math:`\lambda=10^{10}`, :math:`L=3`
-    (issue 15). At the analysis layer's budget :math:`T=10^6` it is the former :math:`10^{-14}`;
-    it takes at most :math:`\log_2(10^{20})\approx67` halvings of a bracket within the span.
+    :math:`\lambda^{2-L}` (docs/theory.md §6), locate their events alike: a fixed :math:`10^{-14}`
+    would be :math:`3\times10^{-5}` of the escape time at :math:`\lambda=10^{10}`, :math:`L=3`.
+    At the analysis layer's budget :math:`T=10^6` it is :math:`10^{-14}`; it takes at most
+    :math:`\log_2(10^{20})\approx67` halvings of a bracket within the span.
     """
     atol = EVENT_ATOL * jnp.abs(span) + np.finfo(np.float64).tiny
     return diffrax.Event(

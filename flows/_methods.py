@@ -144,7 +144,7 @@ class LinfSAM(AbstractMethod):
     r"""ℓ∞-SAM: :math:`\varepsilon=\rho\,\mathrm{sign}(g)`, elementwise over all weights.
 
     The resulting flow is discontinuous where a component of :math:`g` changes
-    sign: a Filippov system (science.md §3, issue 3), which :func:`flows.solve`
+    sign: a Filippov system (docs/theory.md §7), which :func:`flows.solve`
     integrates with located switch events and sliding modes, the perturbation
     on a switching surface being :math:`\rho u` with :math:`u\in[-1,1]^{L\times d}`
     from Filippov's sliding field (``flows._filippov``). With ``delta`` the sign is regularised,

@@ -94,7 +94,7 @@ def solve(
 
     With ``rescaled=True`` (single example only) integrate instead
     :math:`d\theta/d\tau=\nabla_\theta\langle\beta,y\,x\rangle|_{\hat\theta}`, the same
-    path on the clock :math:`\tau=\int-\ell'\,dt` (science.md §3); ``t1`` and ``ts``
+    path on the clock :math:`\tau=\int-\ell'\,dt` (docs/theory.md §4); ``t1`` and ``ts``
     are then values of τ.
 
     The run stops at ``t1`` or at the first event, which sets ``status``:
@@ -111,7 +111,7 @@ def solve(
     scale, :math:`\lVert\theta_0\rVert`, and the norms are computed without
     squaring (no under- or overflow from 1e-300 to 1e300), so that the
     scale invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the
-    rescaled flow (science.md §5) is kept exactly. Continuous events are located
+    rescaled flow (docs/theory.md §6) is kept exactly. Continuous events are located
     by root-finding on the dense output (diffrax) or by ``solve_ivp``'s event
     location (scipy).
 

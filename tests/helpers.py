@@ -53,7 +53,7 @@ def separable_data(n=4, d=3, seed=0):
 
 
 def numpy_perturbation(method, g, t=0.0):
-    """An independent numpy implementation of each perturbation rule (science.md §2)."""
+    """An independent numpy implementation of each perturbation rule (docs/theory.md §2)."""
     if isinstance(method, flows.GD):
         return np.zeros_like(g)
     if isinstance(method, flows.L2SAM):
@@ -96,7 +96,7 @@ def numpy_iterate(method, data, theta0, lr, steps):
 
 
 def reduced_l2sam_field(mu, rho, depth):
-    r"""f(τ, w) of the balanced single-example ℓ2-SAM rescaled flow in w alone (science.md §5):
+    r"""f(τ, w) of the balanced single-example ℓ2-SAM rescaled flow in w alone (docs/theory.md §8):
     dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2})."""
     mu = np.asarray(mu, dtype=float)
 
@@ -160,7 +160,7 @@ def reduced_l2sam_switches(mu, alpha, rho, depth):
     """(sequence, switch times τ) of j† on the reduced ℓ2-SAM flow (:func:`reduced_l2sam_field`)
     from the uniform start ``alpha`` until it escapes, by :func:`argmax_changes`.
 
-    Integrated on the clock ds = ‖w‖^{L−2} dτ (science.md §5), τ carried along: it turns the
+    Integrated on the clock ds = ‖w‖^{L−2} dτ (docs/theory.md §5), τ carried along: it turns the
     finite-τ blow-up at L >= 3 into growth without a pole, so scipy reaches w = 1e6 at every
     depth (in τ directly, Radau stops short at L = 6 and 8: "step size less than spacing
     between numbers"). L = 2 (s = τ) grows exponentially and is followed to w = 1e100, for the
@@ -191,7 +191,7 @@ def l2sam_limit(mu, alpha, rho, depth):
     :func:`analysis.limit_map` names them, without the code.
 
     The limit is the first coordinate to blow up, argmax_j μ_j α_j^{L−2}: the order of the
-    q_j = μ_j w_j^{L−2} never changes (science.md §5), and the reduced flow
+    q_j = μ_j w_j^{L−2} never changes (docs/theory.md §10), and the reduced flow
     (:func:`reduced_l2sam`) must end on it too. ``minor`` when it is not argmax μ; otherwise
     ``direct`` when j†(0⁺) of the reduced flow (ties at τ = 0 broken by the growth that follows)
     is already argmax μ, else ``sequential``.
@@ -209,7 +209,7 @@ def l2sam_limit(mu, alpha, rho, depth):
 @functools.cache
 def reduced_l2sam_alpha_c(rho=1.0, mu=(1.0, 2.0, 3.0, 4.0, 5.0)):
     """ℓ2-SAM's α_c at L = 2 (single example μ, balanced uniform start) of the scalar reduction
-    (science.md §5), by bisection, between the hand bounds of science.md §5 (all
+    (docs/theory.md §9), by bisection, between the hand bounds of docs/theory.md §9 (all
     coordinates shrink from the start for α‖μ‖ ≤ ρμ_1/√2, all grow for α‖μ‖ ≥ ρμ_d/√2)."""
     mu = np.array(mu)
     c = rho / np.sqrt(2.0)
@@ -265,7 +265,7 @@ def l2sam_d1(alpha, t1, mu=2.0, rho=1.0):
 def reduced_linf_escape_times(mu, alpha, rho, depth, *, w_max=1e5, t_max=1e9):
     r"""An independent reference for exact ℓ∞-SAM from a start balanced across layers.
 
-    science.md §5: the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} while w_j > 0. Each
+    docs/theory.md §11: the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} while w_j > 0. Each
     scalar ODE is solved with scipy's DOP853 (rtol 1e-12) until w_j = w_max (returned: the time
     it gets there, near its blow-up at L >= 3; or the time where the step falls below the
     resolution of τ on the way, if that comes first), w_j = 0 (it dies; inf) or τ = t_max (inf).

@@ -58,7 +58,7 @@ def test_critical_alpha_is_the_reduced_flows_and_scale_invariant():
 
 @pytest.mark.parametrize("lam", [1e-100, 1e100])
 def test_critical_alpha_of_the_scale_twins(lam):
-    # α_c(λρ) = λ α_c(ρ) (science.md §5) down to λ = 1e-100, where an absolute atol = 1e-30
+    # α_c(λρ) = λ α_c(ρ) (docs/theory.md §6) down to λ = 1e-100, where an absolute atol = 1e-30
     # would exceed every weight; α_c lies between the sympy bounds 1/(√2‖μ‖), 5/(√2‖μ‖).
     n = np.linalg.norm(MU)
     ref = analysis.critical_alpha(flows.L2SAM(1.0), MU)

@@ -76,8 +76,8 @@ def test_invariant_order_and_leader():
 
 
 def _linf_balanced(w0, mu, rho, depth, tau):
-    r"""Exact ℓ∞-SAM, one balanced coordinate per column, w > 0 (science.md §5), in closed form:
-    dw/dτ = μ (w − ρ)^{L−1}. L = 2: w − ρ = (w₀ − ρ) e^{μτ}; L >= 3 with u = w − ρ:
+    r"""Exact ℓ∞-SAM, one balanced coordinate per column, w > 0 (docs/theory.md §11), in closed
+    form: dw/dτ = μ (w − ρ)^{L−1}. L = 2: w − ρ = (w₀ − ρ) e^{μτ}; L >= 3 with u = w − ρ:
     u^{−(L−2)} = u₀^{−(L−2)} − (L−2) μ τ (the sign of u kept; below ρ the weight falls to 0
     at even L, where it is held, or creeps up to ρ at odd L). Rows: τ; inf after a blow-up."""
     w0, tau = np.asarray(w0)[None, :], np.asarray(tau)[:, None]
@@ -211,7 +211,7 @@ def test_trapped_is_exact_linf_only():
 def test_certificate_settles_a_minor_leader_over_a_trapped_major():
     # ℓ∞-SAM, L = 2, μ = (1, 2), ρ = 1: w_1 = ρ + (α_1 − ρ) e^{τ} grows for α_1 > ρ, while the
     # major coordinate, dead at 0 (a rounding residual 1e-14 left by sliding), never grows
-    # (science.md §5). Without the trap, its comparison solution 1e-14 e^{2τ} would overtake.
+    # (docs/theory.md §11). Without the trap, its comparison solution 1e-14 e^{2τ} would overtake.
     theta = np.tile([2.0, 1e-14], (2, 1))
     mu = np.array([1.0, 2.0])
     escaped, leader, settled = analysis.certificate(theta, mu, 1.0, 2)

@@ -1,7 +1,7 @@
 r"""The norm clock :math:`ds=(\lVert\theta\rVert/\lVert\theta_0\rVert)^{L-2}d\tau`
 (analysis._clock): it is τ at L = 2, it matches the closed form of GD at L = 3 with the
 trapezoid rule's second-order error, it matches an independent scipy solve of ℓ2-SAM's reduced
-balanced flow (science.md §5) with an adaptive quadrature of its norm, it is traceable, and bad
+balanced flow (docs/theory.md §8) with an adaptive quadrature of its norm, it is traceable, and bad
 input is refused."""
 
 import jax
@@ -75,7 +75,7 @@ ESCAPE, COLLAPSE = 10.0, 1e-3  # the run's escape_tol and collapse_tol: ‖θ‖
 
 
 def _reduced_to_norm_event(mu, alpha, rho, depth, t_max):
-    r"""scipy's Radau (rtol 1e-12) on the balanced ℓ2-SAM reduced flow of science.md §5,
+    r"""scipy's Radau (rtol 1e-12) on the balanced ℓ2-SAM reduced flow of docs/theory.md §8,
     dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2}), stopped by a terminal
     event at ‖w‖/‖w₀‖ = ESCAPE (event 0) or COLLAPSE (event 1). A balanced θ has every layer
     equal to w, so ‖θ‖/‖θ₀‖ = ‖w‖/‖w₀‖: the same thresholds as the run's events."""

@@ -55,7 +55,7 @@ def test_other_diffrax_solvers_match_scipy(solver):
 
 
 # --- events against closed forms (single example, d = 1, balanced, L = 2) --------------
-# ℓ2-SAM rescaled: dw/dτ = μ (w − ρ/√2) for w > 0 (science.md §5 with d = 1), so
+# ℓ2-SAM rescaled: dw/dτ = μ (w − ρ/√2) for w > 0 (docs/theory.md §9 with d = 1), so
 # w(τ) = c + (α − c) e^{μτ}, c = ρ/√2; collapse when w = tol·α.
 # GD rescaled: dw/dτ = μ w, so w = α e^{μτ}; escape when w = E·α.
 

@@ -46,7 +46,7 @@ def test_l2sam_keeps_balanced_init_balanced():
 
 
 def test_balanced_l2sam_matches_science_closed_form_field():
-    """science.md §5: dw_j/dτ = μ_j w_j (1 − ρ μ_j / (√2 ‖μ ⊙ w‖)) for balanced L = 2."""
+    """docs/theory.md §9: dw_j/dτ = μ_j w_j (1 − ρ μ_j / (√2 ‖μ ⊙ w‖)) for balanced L = 2."""
     mu = np.array([1.0, 2.0, 3.0, 4.0])
     w = np.array([0.3, 0.1, 0.5, 0.2])
     rho = 0.4

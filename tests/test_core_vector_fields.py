@@ -125,7 +125,7 @@ def test_l2_direction_is_zero_at_zero_gradient_and_nan_at_nan():
 
 @pytest.mark.parametrize("scale", [1e-300, 1e300])
 def test_rescaled_l2sam_field_at_extreme_scales_matches_closed_form(scale):
-    """science.md §5, L = 2 balanced: dw_j/dτ = μ_j w_j (1 − ρ μ_j / (√2 ‖μ⊙w‖)).
+    """docs/theory.md §9, L = 2 balanced: dw_j/dτ = μ_j w_j (1 − ρ μ_j / (√2 ‖μ⊙w‖)).
 
     With w = scale·a and ρ = scale·r the field is scale·(the field at a, r): the
     ℓ2 direction must not be lost to underflow or overflow of ‖g‖².

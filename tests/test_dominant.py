@@ -65,7 +65,7 @@ def test_dominant_index_tie_rule_and_unreached():
 
 
 def test_fastest_growing_index_closed_form_l2sam():
-    # science.md §5, ℓ2-SAM, L = 2, balanced: d log β_j / dτ = 2 d log w_j / dτ
+    # docs/theory.md §9, ℓ2-SAM, L = 2, balanced: d log β_j / dτ = 2 d log w_j / dτ
     #   r_j(τ) = 2 μ_j (1 - ρ μ_j / (√2 ‖μ ⊙ w(τ)‖)),
     # with w(τ) from scipy's Radau on the reduced flow (tests.helpers.reduced_l2sam), not from
     # the trajectory. Its argmax moves from minor to major as ‖μ ⊙ w‖ grows (τ ≲ 0.4 here), so

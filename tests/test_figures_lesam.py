@@ -1,8 +1,9 @@
 r"""The LE-SAM figure (figures/_lesam.py): its quick data agree with :mod:`analysis` at points next
 to the regime boundaries, and each statement of its README caption holds.
 
-Independent sources: ℓ2-SAM(ρ_max) classified on its own (the large-σ limit of LE-SAM, science.md
-§5: the cap binds wherever ‖∇L‖ < σ/ρ_max), with its α_c from the scalar reduction of science.md §5
+Independent sources: ℓ2-SAM(ρ_max) classified on its own (the large-σ limit of LE-SAM,
+docs/theory.md §5: the cap binds wherever ‖∇L‖ < σ/ρ_max), with its α_c from the scalar reduction
+of docs/theory.md §9
 (tests.helpers.reduced_l2sam_alpha_c) and its α_direct in closed form (:func:`_l2_direct`); the
 small-σ scaling of the uncapped flow: with ℓ' ≈ -1/2 (margins ≪ 1) the rescaled flow
 dw/dτ = μ⊙ŵ, ŵ = w − σ μ⊙w / (2|ℓ'| ‖μ⊙w‖²), is invariant under (w, σ) → (λw, λ²σ), so both
@@ -40,7 +41,7 @@ def _regime(method, alpha):
 
 
 def _l2_direct(rho):
-    r"""ℓ2-SAM's sequential/direct boundary at L = 2 on MU, in closed form (science.md §5).
+    r"""ℓ2-SAM's sequential/direct boundary at L = 2 on MU, in closed form (docs/theory.md §9).
 
     At τ = 0 every w_j = α, so dw_j/dτ = μ_j α − ρμ_j²/(√2‖μ‖): the major index d leads from
     τ = 0⁺ iff μ_d(α − cμ_d) > μ_j(α − cμ_j), i.e. α > c(μ_d + μ_j), for every j < d
@@ -65,7 +66,7 @@ def test_map_is_at_the_public_defaults(quick):
     _, data = quick
     assert float(data["rho_max"]) == 0.3 and float(data["sigma_default"]) == 0.35
     assert not np.any(data["regime"] == REGIMES.index("undetermined"))
-    assert MU.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]  # the μ of science.md's reductions
+    assert MU.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]  # the μ of the figures' and checks' reductions
     assert float(data["l2_direct"]) == pytest.approx(_l2_direct(0.3), rel=1e-12)
     assert _l2_direct(0.3) == pytest.approx(0.3 * 9 / (np.sqrt(2) * np.sqrt(55)), rel=1e-15)
 
@@ -73,7 +74,7 @@ def test_map_is_at_the_public_defaults(quick):
 def test_large_sigma_columns_are_l2sam_at_rho_max(quick):
     """Caption: for σ ≳ 0.22 the map's regimes are ℓ2-SAM(ρ_max)'s, cell by cell."""
     _, data = quick
-    alpha_c = _l2_alpha_c(0.3)  # scalar reduction (science.md §5), α_c = k_c ρ
+    alpha_c = _l2_alpha_c(0.3)  # scalar reduction (docs/theory.md §9), α_c = k_c ρ
     alpha_d = _l2_direct(0.3)  # closed form
     a = data["alpha"]
     l2 = np.where(a < alpha_c, 0, np.where(a < alpha_d, 1, 2))
@@ -100,7 +101,7 @@ def test_map_cells_next_to_each_boundary_agree_with_the_reduced_flow(quick):
 
 def test_public_default_regimes_are_l2sam_at_rho_max():
     """Caption: at σ = 0.35 the boundaries are ℓ2-SAM(ρ_max)'s (1% either side of each)."""
-    alpha_c = _l2_alpha_c(0.3)  # scalar reduction (science.md §5), α_c = k_c ρ
+    alpha_c = _l2_alpha_c(0.3)  # scalar reduction (docs/theory.md §9), α_c = k_c ρ
     alpha_d = _l2_direct(0.3)  # closed form
     cases = {0.99 * alpha_c: "collapse", 1.01 * alpha_c: "sequential"}
     cases.update({0.99 * alpha_d: "sequential", 1.01 * alpha_d: "direct"})
@@ -125,10 +126,11 @@ def test_small_sigma_keeps_a_sequential_band_minor_first():
 def _reduced_lesam_regime(alpha, sigma, scale_free):
     r"""Regime of balanced single-example LE-SAM(σ, ρ_max), L = 2, on MU from w(0) = α (scipy).
 
-    Derived from science.md §2-§3: with w⁽¹⁾ = w⁽²⁾ = w, m = ⟨μ, w²⟩, g = ℓ'(m)(μ⊙w, μ⊙w), so
-    ‖g‖ = √2|ℓ'|N, N = ‖μ⊙w‖, and the perturbed layer is ŵ = w − ρ_t μ⊙w/(√2N) with
-    ρ_t = min(σ/‖g‖, ρ_max) (ϱ = 1e-12 dropped); the rescaled flow dw/dτ = μ⊙ŵ gives, in
-    z = log(w/α), dz_j/dτ = μ_j(1 − aμ_j), a = min(σ/(2|ℓ'(m)|N²), ρ_max/(√2N)).
+    Derived from docs/theory.md §2, §4 and §5: with w⁽¹⁾ = w⁽²⁾ = w, m = ⟨μ, w²⟩,
+    g = ℓ'(m)(μ⊙w, μ⊙w), so ‖g‖ = √2|ℓ'|N, N = ‖μ⊙w‖, and the perturbed layer is
+    ŵ = w − ρ_t μ⊙w/(√2N) with ρ_t = min(σ/‖g‖, ρ_max) (ϱ = 1e-12 dropped); the rescaled
+    flow dw/dτ = μ⊙ŵ gives, in z = log(w/α), dz_j/dτ = μ_j(1 − aμ_j),
+    a = min(σ/(2|ℓ'(m)|N²), ρ_max/(√2N)).
     ``scale_free``: the small-σ flow of the module docstring, ℓ' = −1/2 and no cap: a = σ/N².
 
     Decided by certificates, no horizon: (i) escape and a settled leader once

@@ -8,7 +8,7 @@ time of :func:`analysis.regime_path`. Independent sources: the closed-form thres
 out below, not read from :func:`analysis.l2sam_thresholds`), the boundary :math:`\alpha_c` and
 the j† sequences of the reduced flow in w integrated with scipy (tests/helpers.py), and the scale
 invariance :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the rescaled flow
-(science.md §5).
+(docs/theory.md §6).
 """
 
 import numpy as np
@@ -210,7 +210,7 @@ def test_depth_draws_alpha_c_at_every_even_depth_and_none_at_odd(quick):
 
 def test_depth_dots_are_every_switch_and_the_maps_follow_them(quick):
     """At every depth, including L = 3 from a small start: 5 → 3 → 5 late in the run (the
-    minor coordinate leads |β| briefly while the q_j keep their order, science.md §5)."""
+    minor coordinate leads |β| briefly while the q_j keep their order, docs/theory.md §10)."""
     data = quick["depth"]
     n = data["jdag"].shape[-1]
     for i, depth in enumerate(data["depths"]):

@@ -2,7 +2,7 @@
 what each figure draws agrees with analysis and with independent reductions, near the
 boundaries of what it shows.
 
-Independent sources: the scalar reduction of ℓ2-SAM at L = 2 (science.md §5,
+Independent sources: the scalar reduction of ℓ2-SAM at L = 2 (docs/theory.md §9,
 log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2), the decoupled ℓ∞-SAM and GD
 coordinates (dw/dτ = μ_j (w − ρ)^{L−1}, ρ = 0 for GD), and the order of explicit Euler.
 """
@@ -197,7 +197,7 @@ def test_linf_limits_tie_curve_and_the_points_beside_it(quick_run):
 @pytest.mark.parametrize("depth", [3, 4])
 def test_linf_limits_caption_gd_sentence_is_true(depth):
     """The README caption's sentence on GD (said, not drawn): from the same starts GD ends on
-    argmax μ_j α_j^{L−2} (its blow-up times 1/((L−2) μ_j α_j^{L−2}), science.md §5), so a minor
+    argmax μ_j α_j^{L−2} (its blow-up times 1/((L−2) μ_j α_j^{L−2}), docs/theory.md §8), so a minor
     coordinate can win for GD too."""
     winners = set()
     for a in ((1.5, 1.5), (3.0, 1.2)):
@@ -235,7 +235,7 @@ def test_discrete_is_order_one(quick_run):
 
 
 def _plain_slide_reference(alpha, rho, mu, t1, ts):
-    """The ℓ∞-SAM plain flow of the sliding case by hand (science.md §3, §5): while w_j > 0,
+    """The ℓ∞-SAM plain flow of the sliding case by hand (docs/theory.md §7, §11): while w_j > 0,
     ẇ_j = −ℓ'(m̂) μ_j (w_j − ρ) with m̂ = Σ μ_j (w_j − ρ)²; w_1 stops at 0, where its two layers'
     ŵ = ∓ρ chatter in step and keep its share μ_1 ρ² of m̂ (continuous through the death)."""
     dead = lambda t, w, alive: w[0]  # noqa: E731

@@ -210,7 +210,7 @@ def test_depth_axis_as_a_process(tmp_path):
 
 def test_exact_linf_sign_without_delta(tmp_path):
     """Without --delta, ℓ∞-SAM takes the exact sign (the Filippov flow). On a balanced start
-    the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} (science.md §5): at L = 2,
+    the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} (docs/theory.md §11): at L = 2,
     α < ρ collapses and α > ρ escapes with the largest μ_j ahead from the start (direct).
     Every cell is checked against this rule."""
     out = tmp_path / "out"

@@ -1,6 +1,6 @@
 """analysis._limits: the flow's end over per-coordinate starts, against independent reductions.
 
-Exact ℓ∞-SAM from starts balanced across layers decouples (science.md §5): each coordinate
+Exact ℓ∞-SAM from starts balanced across layers decouples (docs/theory.md §11): each coordinate
 follows dw/dτ = μ_j (w − ρ)^{L−1}, so the limit is the first coordinate to blow up. The expected
 values come from scipy on those scalar ODEs (tests/helpers.py), from the closed forms below
 ρ (L odd: w ↑ ρ, stalled; L even: w reaches 0, collapse) and of the tie curve, and for ℓ2-SAM
@@ -51,7 +51,7 @@ def test_limit_map_near_the_tie_curve_and_the_rho_lines(depth):
 
 
 def test_limit_map_l2_minor_survives_by_sliding():
-    # L = 2 (science.md §5): w_j = ρ + (α_j − ρ) e^{μ_j τ}; only α_1 > ρ grows, so e_1 wins
+    # L = 2 (docs/theory.md §11): w_j = ρ + (α_j − ρ) e^{μ_j τ}; only α_1 > ρ grows, so e_1 wins
     # while w_2 dies and slides at 0; with both above ρ the faster (major) one wins.
     out = analysis.limit_map(flows.LinfSAM(RHO), MU, ([0.5, 1.5], [0.5, 1.2]), progress=False)
     names = np.array(analysis.REGIMES)[out.code]

@@ -1,6 +1,6 @@
 r"""ℓ∞-SAM as a Filippov system (issue 3), against closed forms and discrete runs.
 
-Closed forms (science.md §5, single example :math:`\{(\mu,+1)\}`, balanced
+Closed forms (docs/theory.md §11, single example :math:`\{(\mu,+1)\}`, balanced
 :math:`w^{(l)}(0)=\alpha>0`, rescaled clock τ). Every gradient component has the sign
 of :math:`-\prod_{l'\ne l}w^{(l')}_j`, so :math:`\hat w_j=w_j-\rho\,\mathrm{sign}(w_j)^{L-1}` and
 :math:`dw_j/d\tau=\mu_j(w_j-\rho s_j)^{L-1}`:
@@ -804,7 +804,7 @@ def test_regime_path_of_exact_linf_closed_form(depth):
 
 @pytest.mark.parametrize("depth", [2, 3])
 def test_critical_alpha_is_rho_at_every_depth(depth):
-    """Claim C2 (science.md §4–5), from a uniform balanced start: each coordinate follows
+    """Claim C2 (docs/theory.md §11, §17), from a uniform balanced start: each coordinate follows
     dw/dτ = μ_j(w − ρ)^{L−1} on its own, with the equilibrium w = ρ, so below ρ every
     coordinate dies (even L: collapse) or creeps up to ρ (odd L: stalled), and above it
     grows: α_c = ρ exactly, k_c = α_c/ρ = 1, for every μ and depth. The search brackets it
@@ -949,7 +949,7 @@ def _linf_twin(rho, alpha, depth, tau1, rtol, lam, backend):
 def test_linf_scale_twins(name, backend):
     r"""Scale twins of exact ℓ∞-SAM (issue 15): :math:`(\alpha,\rho)\mapsto(\lambda\alpha,
     \lambda\rho)` maps the rescaled flow as :math:`\theta\mapsto\lambda\theta`,
-    :math:`\tau\mapsto\tau/\lambda^{L-2}` (science.md §5), so the status, the number of
+    :math:`\tau\mapsto\tau/\lambda^{L-2}` (docs/theory.md §6), so the status, the number of
     switches, the scaled end time and sliding time, and :math:`\theta_{end}/\lambda` agree
     with the λ = 1 run from 1e-150 to 1e150. Before the drivers' tolerances were made
     relative to the run's scales, λ = 1e20 at L = 2 read the first switch as the

@@ -40,7 +40,7 @@ def test_phase_diagram_paths_match_the_reduced_flow_over_alpha_and_depth(tmp_pat
 
 
 def test_phase_diagram_over_rho_follows_the_bounds_at_alpha_over_rho():
-    # Scale invariance (science.md §5): the regime depends on α/ρ only; along ρ at fixed α the
+    # Scale invariance (docs/theory.md §6): the regime depends on α/ρ only; along ρ at fixed α the
     # sympy bounds at α/ρ decide collapse (α/ρ < 0.0953) and direct (α/ρ > 0.858).
     n = np.linalg.norm(MU)
     rhos = np.array([1 / (0.9 * 1 / (np.sqrt(2) * n)), 1 / (1.1 * 9 / (np.sqrt(2) * n))])
@@ -49,7 +49,7 @@ def test_phase_diagram_over_rho_follows_the_bounds_at_alpha_over_rho():
 
 
 def test_phase_diagram_of_the_scale_twins_is_the_same_cell_by_cell():
-    # (α, ρ) → λ(α, ρ) at λ = 1e-100 (science.md §5): an absolute atol = 1e-30 sits far above
+    # (α, ρ) → λ(α, ρ) at λ = 1e-100 (docs/theory.md §6): an absolute atol = 1e-30 sits far above
     # weights of 1e-100. Independent: the hand bounds at ρ = 1, μ = (1, 2, 3): all shrink below
     # 1/(√2‖μ‖) = 0.19 (collapse), all grow above 3/(√2‖μ‖) = 0.57, direct above
     # α_s = 5/(√2‖μ‖) = 0.94.

@@ -425,7 +425,7 @@ def test_rescaled_velocity_refuses_two_examples():
     depth=st.sampled_from([1, 2]),
 )
 def test_rescaled_field_scale_twins(exponent, a, r, depth):
-    """science.md §5: (θ, ρ) -> (λθ, λρ) maps the rescaled field v -> λ^{L-1} v (ℓ2, ℓ∞, GD).
+    """docs/theory.md §6: (θ, ρ) -> (λθ, λρ) maps the rescaled field v -> λ^{L-1} v (ℓ2, ℓ∞, GD).
 
     Checked for λ = 10^e, e in [-300, 300], against the field at λ = 1 (L ≤ 2 so that
     λ^{L-1} v stays in range).
@@ -722,7 +722,7 @@ def test_max_margin_scale_twins(exponent, seed):
     mu=st.lists(st.floats(0.1, 10.0), min_size=2, max_size=4, unique=True),
 )
 def test_l2sam_thresholds_are_rays(exponent, mu):
-    """The sympy thresholds are linear in ρ (α = kρ rays, science.md §5)."""
+    """The sympy thresholds are linear in ρ (α = kρ rays, docs/theory.md §6)."""
     lam = 10.0**exponent
     t1, tl = analysis.l2sam_thresholds(mu, 1.0), analysis.l2sam_thresholds(mu, lam)
     np.testing.assert_allclose(np.array(tl) / lam, np.array(t1), rtol=1e-12)

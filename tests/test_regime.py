@@ -1,7 +1,8 @@
 """analysis._regime: j† sequences (returns included), regimes at every depth, one regime table.
 
 Expected values come from independent integrations (scipy on the reduced balanced flow of
-science.md §5, in tests/helpers.py), closed forms and the q-order theorem, never from the code.
+docs/theory.md §8 and §9, in tests/helpers.py), closed forms and the q-order theorem, never
+from the code.
 """
 
 import functools
@@ -23,7 +24,7 @@ SQ2 = np.sqrt(2.0)
 
 def test_l2_sequence_keeps_the_return_to_an_earlier_index():
     # The issue's case: ℓ2-SAM, L = 2, α = 0.36. Independent: the scalar reduction of
-    # science.md §5, log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2.
+    # docs/theory.md §9, log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2.
     import scipy.optimize
 
     alpha, c = 0.36, 1 / SQ2
@@ -73,7 +74,7 @@ def test_l2sam_paths_match_the_reduced_flow_at_every_depth(depth):
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_gd_is_direct_at_every_depth(depth):
     # dw_j/dτ = μ_j w_j^{L-1} from a uniform α: w_j(τ) is increasing in μ_j for every τ > 0
-    # (closed form, science.md §5), so j† = argmax μ throughout: "direct", sequence [d-1].
+    # (closed form, docs/theory.md §8), so j† = argmax μ throughout: "direct", sequence [d-1].
     r = analysis.regime_path(flows.GD(), MU, 0.7, depth=depth)
     assert (r.regime, r.sequence) == ("direct", [4])
 
@@ -107,15 +108,16 @@ def test_every_method_is_decided_and_ends_major(name, depth):
 
 
 def test_linf_minor_start_then_major_closed_form():
-    # ℓ∞-SAM, L = 3, ρ = 0.1: w_j = ρ + 1/(1/(α_j − ρ) − μ_j τ) (science.md §5). With μ = (1, 2),
-    # α = (0.3, 0.25): w_1 leads until 5 − τ = 1/0.15 − 2τ, τ = 1/0.15 − 5, and 2 blows up first.
+    # ℓ∞-SAM, L = 3, ρ = 0.1: w_j = ρ + 1/(1/(α_j − ρ) − μ_j τ) (docs/theory.md §11). With
+    # μ = (1, 2), α = (0.3, 0.25): w_1 leads until 5 − τ = 1/0.15 − 2τ, τ = 1/0.15 − 5, and 2
+    # blows up first.
     r = analysis.regime_path(flows.LinfSAM(0.1), [1.0, 2.0], [0.3, 0.25], depth=3)
     assert r.sequence == [0, 1] and r.regime == "sequential"
     np.testing.assert_allclose(r.times, [1 / 0.15 - 5], rtol=1e-8)
 
 
 def test_linf_minor_wins_while_the_major_slides_at_zero():
-    # ℓ∞-SAM, L = 2, ρ = 0.5, μ = (1, 2), α = (0.9, 0.3) (science.md §5): w_1 = ρ + 0.4 e^{τ}
+    # ℓ∞-SAM, L = 2, ρ = 0.5, μ = (1, 2), α = (0.9, 0.3) (docs/theory.md §11): w_1 = ρ + 0.4 e^{τ}
     # grows; w_2 = ρ − 0.2 e^{2τ} reaches 0 at τ = ln(2.5)/2 and is held there by sliding. The
     # limit is e_1 (claim C2), which needs the trap: the sliding state keeps |w_2| ~ 1e-14.
     r = analysis.regime_path(flows.LinfSAM(0.5), [1.0, 2.0], [0.9, 0.3], depth=2)
@@ -196,7 +198,7 @@ def test_regime_bad_input(kwargs, name):
 
 
 MU3 = np.array([1.0, 2.0, 3.0])
-# Scale twins (science.md §5): (α, ρ) → λ(α, ρ) maps the rescaled flow by θ → λθ and
+# Scale twins (docs/theory.md §6): (α, ρ) → λ(α, ρ) maps the rescaled flow by θ → λθ and
 # τ → τ/λ^{L-2}. At L = 2 every λ from 1e-150 to 1e150; at L >= 3, as far as β = ∏_l θ^{(l)}
 # stays a float64 at the end of the run (100·0.5λ at L = 3: λ <= 1e90 here; λ^4 at L = 4).
 TWIN_LAMBDAS = {

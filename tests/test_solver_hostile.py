@@ -6,7 +6,7 @@ r"""The solver layer under hostile input (issue 15): every solve ends, with a tr
 * A non-finite θ or β = ∏θ is ``nonfinite``, never ``ok``/``escaped``/``max_steps``.
 * Scale twins: the rescaled flows of GD and ℓ2-SAM map under
   :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` as :math:`\theta\mapsto\lambda\theta`,
-  :math:`\tau\mapsto\tau/\lambda^{L-2}` (science.md §5), so the status, the scaled
+  :math:`\tau\mapsto\tau/\lambda^{L-2}` (docs/theory.md §6), so the status, the scaled
   end time and :math:`\theta_{end}/\lambda` agree with the λ = 1 run at every magnitude.
 """
 
@@ -202,7 +202,7 @@ def test_traced_atol_runs_and_a_bad_traced_one_is_nonfinite():
 
 @pytest.mark.parametrize("lam", [1e-100, 1e-20, 1.0, 1e10, 1e50])
 def test_event_time_of_a_depth3_twin_is_located_relative_to_its_span(lam):
-    """GD at L = 3: dw_j/dτ = μ_j w_j² (science.md §5), w_j = α/(1 − μ_j α τ). The escape at
+    """GD at L = 3: dw_j/dτ = μ_j w_j² (docs/theory.md §8), w_j = α/(1 − μ_j α τ). The escape at
     ‖θ‖ = 10‖θ₀‖ scales as τ/λ with (α, ρ) → λ(α, ρ). Located to an absolute 1e-14 in τ it
     was off by 3e-5 relative at λ = 1e10 (τ ~ 1e-10); relative to the span it is exact.
     """
