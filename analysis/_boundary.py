@@ -203,16 +203,16 @@ def boundary(
             (:math:`L\ge3`, near :math:`\alpha_c`) is at :math:`\tau\sim10^{29}` of its pass
             when it leaves, where the steps it then needs (:math:`\sim10^{4}`, the field's
             time scale) are below the spacing of float64 times (:math:`\sim10^{13}`), and every
-            step is rejected until the budget is spent (16,116 of 16,384 at :math:`L=8`,
-            :math:`\alpha=\alpha_c(1+10^{-8})`). With the default 1,024 (16,384 before), the
-            searches of ℓ2-SAM (global and per layer) and LE-SAM at L = 2…8 end on the same
-            brackets bit for bit, 4.6x faster at :math:`L=8`.
+            step is rejected until the budget is spent (e.g. at :math:`L=8`,
+            :math:`\alpha=\alpha_c(1+10^{-8})`). A smaller budget ends such a stall sooner: the
+            default 1,024 gives the searches of ℓ2-SAM (global and per layer) and LE-SAM at
+            L = 2…8 the same brackets as 16,384, at a fraction of the cost
+            (benchmarks/README.md).
         solver_rtol, solver_atol: its tolerances (tight: the boundary is a separatrix).
             ``solver_atol`` None (default): :math:`10^{-30}\max|\theta_0|` of each point, kept
             for its every pass (:func:`analysis._regime.start_atol`), so that the search is
             scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)` down to
-            :math:`\lambda=10^{-150}`); a number in (0, 1) is absolute (the default was
-            ``1e-30`` before issue 15).
+            :math:`\lambda=10^{-150}`); a number in (0, 1) is absolute.
         max_passes: continuations per point.
 
     Returns:

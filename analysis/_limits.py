@@ -125,9 +125,9 @@ def limit_map(
         return {k: out[k] for k in ("code", "leader", "status", "passes")}
 
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])
-    # One host thread by default: with two, a 1600-point exact ℓ∞-SAM sweep hung both times it
-    # was tried (both threads waiting inside XLA's execution, 15 s of CPU in 24 min); with one
-    # it took 47 s. Pass workers=... to override. A Dask executor sizes its own workers.
+    # One host thread by default: with two, an exact ℓ∞-SAM sweep can hang, both threads
+    # waiting inside XLA's execution. Pass workers=... to override. A Dask executor sizes
+    # its own workers.
     if sweep_options.get("executor") in (None, "threads"):
         sweep_options.setdefault("workers", 1)
     result = flows.sweep(

@@ -41,7 +41,7 @@ def max_margin(data: flows.Dataset, p) -> np.ndarray:
     the LP then use :math:`Z/\max_{ij}|z_{ij}|`: a common positive factor scales the
     minimiser and leaves its direction unchanged, so the answer is the same for
     features of any magnitude (1e-200 or 1e200), and the solvers' absolute
-    tolerances act on numbers of order 1 (issue 15).
+    tolerances act on numbers of order 1.
     The result is normalised in the Euclidean norm, so that it can be compared with
     :math:`\beta(t)/\lVert\beta(t)\rVert_2` by a cosine.
 

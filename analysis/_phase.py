@@ -108,9 +108,9 @@ def phase_diagram(
     :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude); a
     number is absolute. ``max_steps`` bounds each pass; a pass that spends it is continued by
     the next, so it changes the cost, not the regimes: the dense output of every point holds
-    ``max_steps`` steps (about 0.8 MB at 1024, L = 2, d = 5), written in full each pass,
-    and 4096 made a 128 × 128 diagram at L = 4 take 56 s instead of 31 s, mostly in page
-    faults (benchmarks/README.md), with the same regimes and switch counts.
+    ``max_steps`` steps (about 0.8 MB at 1024, L = 2, d = 5), written in full each pass, so
+    a larger budget costs memory traffic for the same regimes and switch counts
+    (benchmarks/README.md).
 
     Returns:
         ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then

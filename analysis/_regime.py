@@ -249,8 +249,8 @@ def regime_path(
             every continuation (:func:`start_atol`), so that the scale twins agree from
             :math:`\lambda=10^{-150}` to :math:`10^{150}` (at :math:`L\ge3` as far as
             :math:`\beta=\prod_l\theta^{(l)}` stays a normal float64). A number is an
-            absolute tolerance (as before issue 15, when ``1e-30`` was the default);
-            ``"auto"`` is flows' rule relative to each solve's start.
+            absolute tolerance, the same at every scale; ``"auto"`` is flows' rule relative to
+            each solve's start.
         max_restarts: continuations allowed.
 
     Returns:

@@ -263,7 +263,7 @@ def train(params, batch_key, static, task: Task, schedule: Schedule, kind, rho, 
 def init_params(seeds, classes: int, schedule: Schedule):
     """Start parameters for each seed, stacked on a leading axis, and the static model part.
 
-    Drawn outside any ``jit`` (drawing them inside took seconds of compilation)."""
+    Drawn outside any ``jit``: drawn inside, the initialisers would be compiled."""
     models = [
         CNN(jax.random.PRNGKey(int(s)), classes, schedule.width, schedule.init_scale) for s in seeds
     ]

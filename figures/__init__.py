@@ -1,4 +1,4 @@
-"""Figures and the command line (issue 5): ``python -m figures`` regenerates every figure.
+"""Figures and the command line: ``python -m figures`` regenerates every figure.
 
 Each figure is computed with :mod:`flows` and :mod:`analysis` (sweeps through
 :func:`flows.sweep`, cached and resumable) and drawn with matplotlib as vector PDF

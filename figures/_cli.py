@@ -1,4 +1,4 @@
-"""``python -m figures``: regenerate the figures of issue 5."""
+"""``python -m figures``: regenerate the figures of the README's gallery."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The figures, in the order of issue 5, and the function that makes them."""
+"""The figures, in the order of the README's gallery, and the function that makes them."""
 
 from __future__ import annotations
 

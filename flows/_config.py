@@ -40,13 +40,13 @@ def fast_compile_flags(
 
     XLA:CPU's MLIR fusion emitters (its default) take about half of the compile time of
     this package's solvers. ``--xla_cpu_use_fusion_emitters=false`` asks for the classic
-    ones; :func:`analysis.regime_path`'s XLA compilation fell from 3.3 to 1.6 s, and the
-    code runs as fast (benchmarks/README.md, issue 14). The classic emitters contract
-    ``a * b + c`` into fused multiply-adds, differently in a batched (vmapped) program and
-    in a single solve: a sweep's point then differed from :func:`flows.solve` of that point
-    by up to 5e-10 relative after an adaptive solve. ``--xla_cpu_max_isa=AVX`` (x86 vector
-    instructions without FMA) keeps every program's rounding the same, as with XLA's default
-    emitters: the same answers, bit for bit where the tests ask for it.
+    ones, which compile faster and run as fast (measured in benchmarks/README.md). The
+    classic emitters contract ``a * b + c`` into fused multiply-adds, differently in a
+    batched (vmapped) program and in a single solve: a sweep's point then differs from
+    :func:`flows.solve` of that point by up to 5e-10 relative after an adaptive solve.
+    ``--xla_cpu_max_isa=AVX`` (x86 vector instructions without FMA) keeps every program's
+    rounding the same, as with XLA's default emitters: the same answers, bit for bit where
+    the tests ask for it.
 
     The flags are added only where it is safe and wanted: on x86-64 (``machine``, default
     :func:`platform.machine`), on a jaxlib release in ``_FAST_COMPILE_JAXLIB`` (XLA aborts
@@ -112,7 +112,7 @@ def enable_compilation_cache(folder, min_compile_secs: float = 0.3) -> bool:
     when ``folder`` cannot be created and written (an unwritable home: the run goes
     on without the cache rather than fail). Executables that take less than
     ``min_compile_secs`` to compile are not written (JAX's default, 1 s, would skip
-    some first solves, which compile in 1-3 s).
+    some of the package's first solves).
     """
     if jax.config.jax_compilation_cache_dir:
         return False

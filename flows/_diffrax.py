@@ -68,8 +68,8 @@ def solve_smooth(field, theta0, ts, t1, options):
     # crosses 0 downwards at the first event, and is -1 on a state whose θ or β is
     # not finite. β = ∏θ can overflow alone (an escape at |θ| ~ 1e150 and L = 2):
     # its room before overflow is a condition too, so that the event it sets off is
-    # read as `nonfinite`, not as the nearest stopping condition (it was `escaped`
-    # at ‖θ‖ = 1.3e4 ‖θ₀‖, short of the threshold 1e6; issue 15).
+    # read as `nonfinite`, not as the nearest stopping condition (which could be `escaped`
+    # at ‖θ‖ = 1.3e4 ‖θ₀‖, short of the threshold 1e6).
     margins_fn = lambda y: jnp.stack(  # noqa: E731
         [-s * c(theta_of(y)) for c, s, _ in stops] + [overflow_headroom(theta_of(y))]
     )
@@ -158,8 +158,8 @@ def solve_filippov(system, theta0, ts, t1, options):
     The segments are integrated in the run's time unit, :math:`u=s/T` with
     :math:`T` = ``system.for_run(theta0).time_unit`` (a power of 2: the map is exact), so that
     the root finder's, the step controller's and diffrax's own time tolerances are
-    relative to the run's scale (issue 15: at :math:`\rho/\alpha=10^{9}` the events
-    come at :math:`s\sim10^{-9}`, below the absolute tolerances, and were missed).
+    relative to the run's scale: at :math:`\rho/\alpha=10^{9}` the events come at
+    :math:`s\sim10^{-9}`, below any fixed absolute tolerance, which would miss them.
     With ``dense=True`` the segments' dense outputs are joined into one. Under
     ``vmap`` a lane that has stopped integrates nothing while the others go on.
     """
@@ -202,9 +202,8 @@ def solve_filippov(system, theta0, ts, t1, options):
         # here is thrown away. It must not integrate anything: an escape or collapse
         # condition already past 0 fires no new downcrossing, so from its stopping
         # state it would run on toward t1 (an escaped lane of the rescaled flow until
-        # it overflows: about 10,600 steps, per later segment of any other lane). That
-        # waste made 17 vmapped ℓ∞ solves take 32.9 s (2.46 s before issue 11 made a
-        # step ~10x dearer); with t1 = s0 they take 0.46 s. Unvmapped the body only
+        # it overflows: about 10,600 steps, per later segment of any other lane), work
+        # that would dominate a vmapped batch's time. Unvmapped the body only
         # runs while the status is _CONTINUE, where s_stop is t1: nothing changes.
         s_stop = jnp.where(status == _CONTINUE, t1_u, s0)
         sol = _diffeqsolve(
@@ -236,7 +235,7 @@ def solve_filippov(system, theta0, ts, t1, options):
         # event then lands on the far side, hence "<=". Or if it is the smallest
         # condition, the one that fired: the event is located to 1e-14 in u, which
         # near a blow-up at s ~ 1e-4 leaves the escape condition at 1e-8 (a stop
-        # read as a switch, then one more segment; issue 10).
+        # read as a switch, then one more segment).
         values = [c(y_end) for c in stops_pos]
         smallest = jnp.min(
             jnp.stack([system.switch_condition(s_end * scale, theta_of(y_end), mode)] + values)

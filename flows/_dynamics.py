@@ -12,7 +12,7 @@ With :math:`g=\nabla\mathcal L(\theta)` and :math:`\hat\theta=\theta+\varepsilon
   :math:`d\theta/d\tau=\nabla m(\hat\theta)`, the same path on the clock
   :math:`\tau(t)=\int_0^t-\ell'(m(\hat\theta))\,ds`. The real time is carried along,
   :math:`dt/d\tau=1/(-\ell'(m(\hat\theta)))` (:func:`clock_rate`), and a schedule
-  :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (issue 11).
+  :math:`\sigma(t)` (LE-SAM) is read at :math:`t(\tau)`, not at τ (docs/theory.md §5).
 """
 
 import functools

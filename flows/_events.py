@@ -76,7 +76,7 @@ def stop_conditions(data, loss, theta0, options, rescaled):
     :math:`s=\max|\theta|` (``flows._methods._unit``), so that the ratio
     :math:`\lVert\theta\rVert/\lVert\theta_0\rVert` is exact from 1e-300 to 1e300:
     a squared norm underflows to 0 there (a false collapse) or overflows to inf (a
-    false escape, at 1e150 already; issue 15).
+    false escape, at 1e150 already).
     """
     norm0 = _norm(theta0)
     collapse, escape, loss_tol = options.collapse_tol, options.escape(rescaled), options.loss_tol

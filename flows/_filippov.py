@@ -1,4 +1,4 @@
-r"""ℓ∞-SAM flows as Filippov systems (issues 3 and 11): the mathematics.
+r"""ℓ∞-SAM flows as Filippov systems (docs/theory.md §7): the mathematics.
 
 With the control :math:`u\in[-1,1]^{L\times d}` the ℓ∞-SAM field is
 
@@ -63,7 +63,7 @@ chatters for odd :math:`e` and is *held* at the sign :math:`\mathrm{sgn}(r_j)t_{
 even :math:`e` (:func:`_held`). At :math:`L=3` with two layers at 0 the third is held
 (:math:`\hat w=w-\rho`), and :math:`\hat\beta_j=\rho^2(w-\rho)`.
 
-Ambiguity (issue 11, defect 5). Where a coordinate's layers reached 0 at
+Ambiguity. Where a coordinate's layers reached 0 at
 different events (an unbalanced start), the discrete chatter slips between sign
 phases (time-averaged :math:`\hat\beta_j/\rho^2\approx0.3` measured at :math:`L=2`,
 where in phase gives 1 and independent signs 0) and the iterates' clock does not
@@ -75,16 +75,17 @@ sets the trajectory's ``ambiguous`` flag (:meth:`_System.decide`). The path of t
 rescaled single-example flow does not depend on the selection; its real-time
 clock does.
 
-Pinned weights (issue 10). A weight that a sliding mode holds at 0 (:func:`_pinned`:
+Pinned weights. A weight that a sliding mode holds at 0 (:func:`_pinned`:
 the one zero factor of a sliding component's :math:`h`, or a chattering zero layer)
 has the sliding velocity 0, but computed as the sum of two :math:`O(\rho)` terms it
 is a rounding error, about 1e-16 ρ, and the event leaves the weight about 1e-14 off
 0. Against a weight of 1e-14 a step controller with a tiny ``atol`` (the analysis
-uses 1e-30) takes that error for the solution's and shrinks its steps without end.
+uses one far below every weight) takes that error for the solution's and shrinks its
+steps without end.
 So the mode decision puts such weights at 0 exactly (:meth:`_System.project`) and the
 field gives them a velocity of exactly 0 (:meth:`_System.velocity`).
 
-Cost (issue 10). Most of most runs slide nowhere; there the control is σ and the
+Cost. Most of most runs slide nowhere; there the control is σ and the
 field :math:`f(\theta,\sigma)`, with no Newton solve, SVD or vertex enumeration
 (:meth:`_System.equivalent_control` and :meth:`_System.velocity` branch with
 ``lax.cond``; under ``vmap`` the whole batch takes one branch, :func:`_any_lane`).
@@ -422,8 +423,8 @@ class _System(eqx.Module):
         0 by ``_ZERO_TOL``, on coordinates with :math:`r_j\ne0`) are moved onto their
         surface, where :meth:`velocity` keeps them with a velocity of exactly 0: else
         the rounding error of the control that cancels their velocity, relative to a
-        weight of 1e-14, stalls a step controller with a tiny ``atol`` (16,384 steps
-        spent at τ = 0.46 with four of five coordinates dead, issue 10).
+        weight of 1e-14, stalls a step controller with a tiny ``atol``: it spends its
+        whole step budget without moving on.
         """
         zero = _zero_layers(theta) & (self.r(theta) != 0)
         return jnp.where(_pinned(zero, mode[1]), 0.0, theta)
@@ -463,8 +464,8 @@ class _System(eqx.Module):
         :math:`h_{lj}=r_j\prod_{l'\ne l}w_{l'j}` has a root of multiplicity :math:`L-1`
         in time, :math:`h\approx-\mu_jw^{L-1}` with :math:`w\propto s^*-s`. scipy's
         event root finder (``brentq`` in ``solve_ivp``) takes interpolation steps that
-        converge only linearly on such a root and failed after its 100 iterations at
-        :math:`L=4` (issue 15); on :math:`|c|^{1/(L-1)}` the root is simple. A simple
+        converge only linearly on such a root and fail after its 100 iterations at
+        :math:`L=4`; on :math:`|c|^{1/(L-1)}` the root is simple. A simple
         root of :math:`c` (one layer reaching 0, :math:`1-|u_k|`) becomes one of infinite
         slope, still bracketed by its sign change. The diffrax driver bisects (any
         multiplicity) and uses :meth:`switch_condition` itself.
@@ -473,7 +474,7 @@ class _System(eqx.Module):
         return jnp.sign(c) * jnp.abs(c) ** (1.0 / max(theta.shape[0] - 1, 1))
 
     def for_run(self, theta0):
-        r"""This system with the units of a run from ``theta0`` (issue 15):
+        r"""This system with the units of a run from ``theta0``:
 
         * time: :math:`T=\lVert\theta_0\rVert/\lVert f(\theta_0,\sigma_0)\rVert` (the
           field of :meth:`initial_mode`). The drivers integrate in :math:`s/T`, and

@@ -30,7 +30,7 @@ def _unit(g, axis=None):
     The norm is scaled, ``‖g‖ = s·‖g/s‖`` with ``s = max|g|``, so that squaring
     neither underflows (``|g| ~ 1e-300`` would give ``‖g‖ = 0`` and an unnormalised
     direction) nor overflows (``|g| ~ 1e200``): the direction is exact at every
-    magnitude, and ``‖g‖`` is inf only where it exceeds the float64 range (issue 15).
+    magnitude, and ``‖g‖`` is inf only where it exceeds the float64 range.
     The scale is a constant for autodiff (``stop_gradient``), so derivatives are
     those of ``‖g‖`` itself.
     """

@@ -1,4 +1,4 @@
-r"""The solver options of :func:`flows.solve`, one frozen object (issue 11).
+r"""The solver options of :func:`flows.solve`, one frozen object.
 
 Built once from ``solve``'s keywords (or passed whole as ``options=``), validated
 at construction, and handed to the backends, which take
@@ -22,7 +22,7 @@ from ._validate import check_int, real_number
 # no linear solves is cheapest per step and vmaps without lockstep linear algebra.
 # Kvaerno5 (ESDIRK, L-stable) is the stiff option, for stiff data (widely spread
 # feature scales) and for comparisons. The explicit ones are diffrax's, with the
-# stage loop unrolled (flows._rk: 2.2x less time per vmapped step, issue 6).
+# stage loop unrolled (flows._rk: less time per vmapped step).
 DIFFRAX_SOLVERS = {
     "tsit5": _rk.Tsit5,
     "dopri5": _rk.Dopri5,
@@ -40,14 +40,14 @@ NUMBA_SOLVERS = ("tsit5", "dopri5")
 AUTO_ATOL = 1e-10
 # diffrax rejects a step whose error estimate is not finite and shrinks it by
 # `factormin` = 0.2, for ever where the field is NaN at or just past the state: an
-# LE-SAM schedule that is NaN spent all 100,000 steps and ended `max_steps`
-# (issue 15). Such rejections (from a finite state; for an implicit solver only
-# those with a NaN trial state, as a failed Newton solve is an infinite estimate
-# too) end the run as `nonfinite` when NONFINITE_REJECTIONS come in a row (the last
-# trial step 0.2^60 ≈ 1e-42 of the first), or when NONFINITE_STALLS of them (in
-# all) tried a step below STALL_STEP·|t|, where t no longer moves. A step merely
-# too large (the trial stages overflow before a finite-time blow-up) is cured by a
-# few rejections and is not counted against the run.
+# LE-SAM schedule that is NaN would spend the whole step budget and end `max_steps`.
+# Such rejections (from a finite state; for an implicit solver only those with a NaN
+# trial state, as a failed Newton solve is an infinite estimate too) end the run as
+# `nonfinite` when NONFINITE_REJECTIONS come in a row (the last trial step
+# 0.2^60 ≈ 1e-42 of the first), or when NONFINITE_STALLS of them (in all) tried a step
+# below STALL_STEP·|t|, where t no longer moves. A step merely too large (the trial
+# stages overflow before a finite-time blow-up) is cured by a few rejections and is not
+# counted against the run.
 NONFINITE_REJECTIONS = 60
 NONFINITE_STALLS = 10
 STALL_STEP = 1e-12
@@ -143,7 +143,7 @@ class SolverOptions(eqx.Module):
             is relative to the problem's own scale, :math:`10^{-10}\max|\theta_0|`
             (:meth:`atol_for`), so that the scale twins
             :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)` of the rescaled
-            flow take the same steps at every magnitude (issue 15); a number is an
+            flow take the same steps at every magnitude; a number is an
             absolute tolerance, the same at every scale. A 0-d float array (jax or
             numpy, possibly traced) is an absolute tolerance too, held as a dynamic
             leaf: one compilation for every value, so that a caller can set it from a
@@ -276,7 +276,7 @@ class SolverOptions(eqx.Module):
         Under ``jax.jit`` (``equinox.filter_jit``) a Python float is a static value, part
         of the compiled function's key, and an array is an argument: with this copy a
         change of ``rtol``, ``atol``, ``collapse_tol``, ``escape_tol`` or ``loss_tol``
-        reuses the compiled solver instead of compiling it again (2-7 s a configuration).
+        reuses the compiled solver instead of compiling it again.
         None (no event), ``"auto"`` and the integers (``max_steps``) stay static. The
         diffrax driver of :func:`flows.solve` runs on it; the values were validated here.
         """
@@ -305,7 +305,7 @@ class FiniteController(diffrax.PIDController):
 
     diffrax turns a NaN error estimate into inf and rejects the step, shrinking it
     by ``factormin``, for ever: a field that is NaN at (or just past) the accepted
-    state spent the whole step budget and ended ``max_steps`` (issue 15). Here
+    state would spend the whole step budget and end ``max_steps``. Here
     steps rejected from a finite state for a non-finite error estimate (explicit
     solvers) or a NaN trial state (implicit solvers, whose failed Newton solves are
     infinite estimates too) end the run with a solver failure (``dt_min_reached``),
@@ -335,7 +335,7 @@ class FiniteController(diffrax.PIDController):
         # from which diffrax proposes a NaN step, and every later step fails. Shrink it
         # by factormin instead, as diffrax does for an infinite estimate. (diffrax's
         # first step is 0.01 whatever the field, since it picks it from a wrapped
-        # term: at L = 4 from α = 37ρ it overshoots the blow-up at τ = 7e-5; issue 10.)
+        # term: at L = 4 from α = 37ρ it overshoots the blow-up at τ = 7e-5.)
         # Only there: a NaN from a finite estimate (error norms below the floor of
         # float64, SolverOptions.atol_for) still fails the run.
         if self.implicit:

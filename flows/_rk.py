@@ -1,4 +1,4 @@
-r"""Explicit Runge–Kutta steps with the stage loop unrolled (issue 6, workload 1).
+r"""Explicit Runge–Kutta steps with the stage loop unrolled.
 
 One step of an explicit tableau :math:`(a, b, \hat b, c)` with :math:`h=t_1-t_0`:
 
@@ -11,9 +11,8 @@ diffrax's :class:`~diffrax.AbstractERK` runs the stages as a loop over a stage
 buffer, which serves every tableau kind (implicit, multi-term, reversible
 adjoints) at the price of a dynamic slice, a buffer update and a tableau-row
 dot per stage. On the flows' small states, vmapped over thousands of points, that
-bookkeeping costs more than the vector field: 1.13 µs per point-step with
-diffrax's :class:`~diffrax.Tsit5` against 0.51 µs unrolled (1,024 points of
-workload 1, 115 steps, identical step counts, states equal to 1.5e-14).
+bookkeeping costs more than the vector field (benchmarks/README.md measures both). The
+unrolled steps take the same step counts and reach the same states to rounding.
 
 The subclasses below keep diffrax's tableau, first-same-as-last (FSAL) state,
 dense interpolation and error estimate, so :func:`diffrax.diffeqsolve` (step-size
@@ -95,7 +94,6 @@ def looped(solver):
 
     For heavy fields: the Filippov sliding field (a Newton solve over sign
     vertices per evaluation) is traced once per stage when unrolled, which
-    doubled its compile time (plain flow, d = 3: 10.8 s looped, 20.2 s unrolled)
-    for no gain at its few steps.
+    about doubles its compile time for no gain at its few steps.
     """
     return _LOOPED[type(solver)]() if type(solver) in _LOOPED else solver

@@ -9,8 +9,8 @@ Every run ends within its budget: ``solve_ivp`` has no step budget of its own,
 so steps are counted by an event (``flows._events.step_budget_event``) and the
 calls of the field and its Jacobian are counted here, ``CALLS_PER_STEP`` per step
 of the budget, and at most ``CALLS_PER_STUCK_STEP`` for one step; LSODA can call the
-field for ever without finishing a step (it never left t = 0 on ℓ2-SAM at ρ = 1e300,
-issue 15). A spent call budget ends the run with ``max_steps`` at the last completed
+field for ever without finishing a step (e.g. it never leaves t = 0 on ℓ2-SAM at
+ρ = 1e300). A spent call budget ends the run with ``max_steps`` at the last completed
 step; there is no dense output then, so the saving times after t = 0 are NaN.
 ``NONFINITE_CALLS`` consecutive non-finite field values end it as ``nonfinite``, and
 so does a failure of ``solve_ivp``'s event root finder (``brentq``'s ``RuntimeError``,
@@ -209,7 +209,7 @@ def solve_smooth(field, theta0, ts, t1, options):
     flat = _Flat(theta0.shape, field.clock)
     fn = lambda s, y: field(s, y)  # noqa: E731
     # solve_ivp passes t as a Python float, which filter_jit would treat as static
-    # and recompile for at every new t (30-60 s per solve; issue 6): pass an array.
+    # and recompile for at every new t: pass an array.
     fun = lambda s, z: np.asarray(_flat_call(fn, flat, np.asarray(s), z))  # noqa: E731
     jac = lambda s, z: np.asarray(_flat_jacobian(fn, flat, np.asarray(s), z))  # noqa: E731
     events, codes, _ = _stop_events(field.data, field.loss, theta0, options, field.rescaled, flat)
@@ -250,7 +250,7 @@ def solve_filippov(system, theta0, ts, t1, options):
     (scipy does not report it). As there, the segments are integrated in the run's
     time unit :math:`u=s/T` (``system.for_run``, a power of 2), so that
     ``solve_ivp``'s time tolerances (its event root finder's ``xtol`` is an absolute
-    4 eps) are relative to the run's scale (issue 15).
+    4 eps) are relative to the run's scale.
     """
     flat = _Flat(theta0.shape, system.clock)
     stop_events, stop_codes, stops = _stop_events(
@@ -284,7 +284,7 @@ def solve_filippov(system, theta0, ts, t1, options):
 
         def on_switch(u, z_, mode=mode):
             theta_ = theta_of(flat.unravel(jnp.asarray(z_)))
-            # a simple root for brentq (_System.event_condition; issue 15)
+            # a simple root for brentq (_System.event_condition)
             return float(_call(system, "event_condition", jnp.asarray(u * scale), theta_, mode))
 
         on_switch.terminal, on_switch.direction = True, -1

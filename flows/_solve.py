@@ -30,7 +30,7 @@ _D = OPTION_DEFAULTS
 
 
 def _backend(name: str):
-    """The backend module; scipy's (and scipy.integrate, 0.3-1 s) is imported on first use."""
+    """The backend module; scipy's (and scipy.integrate, a slow import) is loaded on first use."""
     return _diffrax if name == "diffrax" else importlib.import_module("._scipy", __package__)
 
 
@@ -116,7 +116,7 @@ def solve(
     location (scipy).
 
     ``LinfSAM(rho)`` (exact sign) has a discontinuous field and is integrated as a
-    Filippov system (issues 3 and 11, ``flows._filippov``) by both backends: sign
+    Filippov system (docs/theory.md §7, ``flows._filippov``) by both backends: sign
     switches are located events, motion on a switching surface follows the sliding
     field, and ``n_switches`` and ``t_sliding`` are reported; ``dense=True`` joins
     the segments' dense outputs. Where the Filippov selection is ambiguous
@@ -375,7 +375,7 @@ def _check_dense_size(options, n_state: int, filippov: bool) -> None:
 
 
 def _is_filippov(method) -> bool:
-    """ℓ∞-SAM with the exact sign is integrated as a Filippov system (issue 3).
+    """ℓ∞-SAM with the exact sign is integrated as a Filippov system (docs/theory.md §7).
 
     A concrete ``rho == 0`` is GD (a continuous field) and takes the smooth path, so
     that ``LinfSAM(0)`` and ``GD()`` agree exactly.

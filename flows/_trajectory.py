@@ -25,7 +25,7 @@ class Status:
     nonfinite 5    a non-finite state, or any other solver failure (e.g.
                    scipy's event root finder not converging)
     sliding_f 6    ``sliding_failed``: the Newton solve for a Filippov sliding
-                   control (ℓ∞-SAM) left a residual (issue 11)
+                   control (ℓ∞-SAM) left a residual
     ========= ==== =====================================================
     """
 
@@ -66,7 +66,7 @@ class DenseOutput(eqx.Module):
     Step :math:`i` covers :math:`[s_i, s_{i+1})` (``starts``) with the solver's local
     interpolant built on :math:`[s_i, e_i]` (``ends``; :math:`e_i>s_{i+1}` for the last
     step of a segment that an event cut short). One run of a smooth solver is one
-    segment; a Filippov solve is several, joined at their events (issue 11).
+    segment; a Filippov solve is several, joined at their events.
     ``evaluate`` is NaN outside :math:`[0, s_{end}]`, like diffrax's.
     """
 

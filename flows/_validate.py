@@ -94,7 +94,7 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
     if arr.ndim != 0:
         raise ValueError(f"`{name}` must be a real scalar; got shape {arr.shape}.")
     # Concrete values are checked in NumPy: an eager jnp comparison compiles an XLA
-    # program per operation on its first use (5-15 ms each; four in a first flows.solve).
+    # program per operation on its first use.
     traced = is_traced(arr)
     xp, value = (jnp, arr) if traced else (np, np.asarray(arr))
     bad = ~xp.isfinite(value)

@@ -59,8 +59,8 @@ def default_devices() -> list:
     On a CPU backend, several CPU devices (``XLA_FLAGS=
     --xla_force_host_platform_device_count=N``) run one chunk no faster than one
     device: they execute in turn. Concurrent host threads on one device do run in
-    parallel (workload 1, issue 6: 32 chunks in 1.58 s on two devices, 0.77 s with
-    two threads), so the sweep uses one CPU device and ``workers`` threads.
+    parallel (benchmarks/README.md), so the sweep uses one CPU device and ``workers``
+    threads.
     """
     devices = jax.local_devices()
     return devices[:1] if devices[0].platform == "cpu" else devices
@@ -69,7 +69,7 @@ def default_devices() -> list:
 def default_chunk(devices=None) -> int:
     """Default points per chunk: 256 per CPU device, 8192 per GPU/TPU.
 
-    Measured on workload 1 (issue 6, benchmarks/README.md): on CPU a vmapped
+    On CPU (benchmarks/README.md) a vmapped
     adaptive solve costs least per point at a few hundred points per chunk (the
     batch's working set stays in cache, and small ordered chunks waste few
     lockstep steps). Accelerators need large batches to fill the device.
@@ -93,7 +93,7 @@ class _QuietCallbacks(logging.Filter):
 
     Each failed chunk (and each step of its bisection) would otherwise print an
     80-line ``jax.pure_callback failed`` traceback; the sweep reports one line per
-    failed point instead and keeps the message in the manifest (issue 15).
+    failed point instead and keeps the message in the manifest.
     """
 
     def __init__(self):

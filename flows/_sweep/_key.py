@@ -31,7 +31,7 @@ import jax
 import numpy as np
 
 _PACKAGES = ("jax", "jaxlib", "diffrax", "equinox", "optimistix", "lineax", "numpy", "scipy")
-_FORMAT = 2  # bump when the on-disk layout changes (2: chunk errors and checksums, issue 15)
+_FORMAT = 2  # bump when the on-disk layout changes (2: chunk errors and checksums)
 
 
 # --- versions and hashing ----------------------------------------------------------

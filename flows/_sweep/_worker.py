@@ -1,4 +1,4 @@
-"""What a Dask worker process needs before its first chunk: one XLA thread (issue 13).
+"""What a Dask worker process needs before its first chunk: one XLA thread.
 
 Registered by the Dask executor on every worker of the cluster, including workers
 that join later or replace a dead one. Workers started by ``executor="dask"``
