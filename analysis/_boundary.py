@@ -209,7 +209,7 @@ def boundary(
             L = 2…8 the same brackets as 16,384, at a fraction of the cost
             (benchmarks/README.md).
         solver_rtol, solver_atol: its tolerances (tight: the boundary is a separatrix).
-            ``solver_atol`` None (default): :math:`10^{-30}\max|\theta_0|` of each point, kept
+            ``solver_atol`` None (default): :math:`10^{-150}\max|\theta_0|` of each point, kept
             for its every pass (:func:`analysis._regime.start_atol`), so that the search is
             scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)` down to
             :math:`\lambda=10^{-150}`); a number in (0, 1) is absolute.

@@ -72,7 +72,7 @@ def limit_map(
             solve's start) for exact ℓ∞-SAM, where a coordinate held at 0 by sliding keeps a
             rounding residual (:math:`\sim10^{-14}`) that an absolute tolerance far below it
             would make the solver resolve in steps of :math:`10^{-5}\tau` (4096 steps per
-            0.04 τ at :math:`L=4`); otherwise :math:`10^{-30}\max|\theta_0|` of each point,
+            0.04 τ at :math:`L=4`); otherwise :math:`10^{-150}\max|\theta_0|` of each point,
             kept for its every pass, as in :func:`analysis.regime_path`
             (:func:`analysis._regime.start_atol`). A number is absolute.
         max_passes: solves allowed per point.

@@ -103,7 +103,7 @@ def phase_diagram(
     1-D array (an axis of the grid). ``method`` is a template: the fields named by the axes
     (``rho`` of L2SAM / LinfSAM, ``sigma`` and ``rho_max`` of LESAM) are replaced point by point;
     one not belonging to the method is refused. ``depth`` is static (one compilation each).
-    The solver's ``atol`` defaults to :math:`10^{-30}\max|\theta_0|` of each point, kept for
+    The solver's ``atol`` defaults to :math:`10^{-150}\max|\theta_0|` of each point, kept for
     its every pass (:func:`analysis._regime.start_atol`: the diagram of the twins
     :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude); a
     number is absolute. ``max_steps`` bounds each pass; a pass that spends it is continued by

@@ -245,7 +245,7 @@ def regime_path(
             that decays near a saddle by many orders of magnitude sets, through its logarithm,
             when it grows back; an absolute tolerance near its size would misplace the later
             switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``). Default
-            None: :math:`10^{-30}\max|\theta_0|`, relative to the first start and the same for
+            None: :math:`10^{-150}\max|\theta_0|`, relative to the first start and the same for
             every continuation (:func:`start_atol`), so that the scale twins agree from
             :math:`\lambda=10^{-150}` to :math:`10^{150}` (at :math:`L\ge3` as far as
             :math:`\beta=\prod_l\theta^{(l)}` stays a normal float64). A number is an

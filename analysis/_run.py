@@ -135,7 +135,7 @@ def run(
             ``dense`` is set here, where :math:`j^\dagger` is tracked.
         atol: the absolute tolerance of every solve, in place of ``options.atol``
             (:func:`analysis._regime.start_atol`): None (default) for
-            :math:`10^{-30}\max|\theta_0|`, taken from this (traced) ``theta0`` and kept for
+            :math:`10^{-150}\max|\theta_0|`, taken from this (traced) ``theta0`` and kept for
             every pass; a number (absolute) or ``"auto"`` (relative to each pass's start).
         loss: ``"logistic"`` or ``"exponential"`` (static).
         need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
