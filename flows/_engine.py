@@ -43,13 +43,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from diffrax._solver.dopri5 import _dopri5_tableau, _Dopri5Interpolation
 from diffrax._solver.tsit5 import _tsit5_tableau
-from numba import njit
+from numba import literally, njit
 
 from . import _rules
 from ._trajectory import Status
 
 _jit = njit(cache=True, error_model="numpy")
 _inline = njit(cache=True, error_model="numpy")
+_inlined = njit(cache=True, error_model="numpy", inline="always")  # in the caller's IR
 _epsilon = _inline(_rules.numba_epsilon)
 
 #: Trajectories per thread, side by side in the lanes of one loop.
@@ -88,6 +89,7 @@ _ROOT_STEPS = 256  # optimistix's default budget of a root find
 _OK, _COLLAPSED, _ESCAPED = Status.OK, Status.COLLAPSED, Status.ESCAPED
 _CONVERGED, _MAXED, _NONFINITE = Status.CONVERGED, Status.MAX_STEPS, Status.NONFINITE
 _RUNNING = -1
+_GD, _L2, _LINF, _LE = _rules.GD, _rules.L2, _rules.LINF_SMOOTH, _rules.LE
 
 
 # --- the model (one lane: column w of a (size, W) block) ----------------------------------
@@ -129,142 +131,224 @@ def _margin(y, w, x, ysign, L, d):
 
 
 # --- the vector field, all lanes at once -----------------------------------------------------
+#
+# Each loop below runs over the lanes innermost, with the layers (range(L)) inside its body:
+# where L is a compile-time constant (:func:`_field`), LLVM unrolls the layers, keeps a
+# column's values in registers and vectorises the lane loop.
 
 
-@_inline
-def _exclusive_products(y, P, L, d, acc):
-    """P[l·d + j] = ∏_{k≠l} θ_kj = ∂β_j/∂θ_lj, without division (acc: a lane vector)."""
-    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+@_inlined
+def _prod_except(Z, lay, j, w, L, d):
+    """∏_{k≠lay} Z[k·d + j, w] = ∂β_j/∂θ_{lay,j} (no division)."""
+    pr = 1.0
+    for k in range(L):
+        if k != lay:
+            pr *= Z[k * d + j, w]
+    return pr
+
+
+@_inlined
+def _col_grad(out, sign, Z, C, L, d):
+    """out[l·d + j] = sign·C[j]·∏_{k≠l} Z[k·d + j] on every lane: sign·∇m for C = y₁x₁
+    broadcast, ±∇L for C_j = (1/n)Σ_i ℓ'(m_i) y_i x_ij."""
+    nw = out.shape[1]
     for j in range(d):
         for w in range(nw):
-            acc[w] = 1.0
-        for lay in range(L):
-            for w in range(nw):
-                P[lay * d + j, w] = acc[w]
-                acc[w] *= y[lay * d + j, w]
-        for w in range(nw):
-            acc[w] = 1.0
-        for lay in range(L - 1, -1, -1):
-            for w in range(nw):
-                P[lay * d + j, w] *= acc[w]
-                acc[w] *= y[lay * d + j, w]
+            c = sign * C[j, w]
+            for lay in range(L):
+                out[lay * d + j, w] = c * _prod_except(Z, lay, j, w, L, d)
 
 
-@_inline
-def _margin_grad(out, sign, y, cx, L, d, P, acc):
-    """out = sign·∇m(θ): c_j ∏_{k≠l}θ_kj with c = y₁x₁ (``cx``)."""
-    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
-    _exclusive_products(y, P, L, d, acc)
-    for lay in range(L):
-        for j in range(d):
-            c = sign * cx[j]
-            for w in range(nw):
-                out[lay * d + j, w] = c * P[lay * d + j, w]
-
-
-@_inline
-def _loss_grad(out, sign, y, X, Y, loss, L, d, P, coef, acc):
-    """out = sign·∇L(θ): (1/n)Σ_i ℓ'(m_i) y_i x_ij ∏_{k≠l}θ_kj (coef: (d, W) scratch)."""
-    nw = acc.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
-    _exclusive_products(y, P, L, d, acc)
-    n = X.shape[0]
-    for j in range(d):
-        for w in range(nw):
-            coef[j, w] = 0.0
-    for i in range(n):
-        for w in range(nw):
-            acc[w] = _loss_derivative(loss, _margin(y, w, X[i], Y[i], L, d)) / n * Y[i]
-        for j in range(d):
-            for w in range(nw):
-                coef[j, w] += acc[w] * X[i, j]
-    for lay in range(L):
-        for j in range(d):
-            for w in range(nw):
-                out[lay * d + j, w] = sign * (coef[j, w] * P[lay * d + j, w])
-
-
-@_inline
-def _scaled_norms(x, lo, hi, q, s, root):
-    """‖x[lo:hi]‖ = s·root on every lane, s = max|x| (1 where x = 0), q = x/s: the norm
-    without under- or overflow in the squares (flows._methods._unit)."""
-    nw = s.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
-    for w in range(nw):
-        s[w] = 0.0
-    for i in range(lo, hi):
-        for w in range(nw):
-            a = abs(x[i, w])
-            s[w] = a if (a > s[w]) | (a != a) else s[w]
-    for w in range(nw):
-        s[w] = 1.0 if s[w] == 0.0 else s[w]
-        root[w] = 0.0
-    for i in range(lo, hi):
-        for w in range(nw):
-            v = x[i, w] / s[w]
-            q[i, w] = v
-            root[w] += v * v
-    for w in range(nw):
-        root[w] = math.sqrt(root[w])
-
-
-@_inline
-def _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root):
-    """hat = θ + ε(θ, g) (flows._rules), g/‖g‖ computed as (g/s)/root (:func:`_scaled_norms`);
-    q: scratch."""
-    nw = s.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+@_jit
+def _perturb(kind, hat, y, g, scale, per_layer, p, L, d, V):
+    r"""hat = θ + ε(θ, g) (:func:`flows._rules.epsilon`), with u = g/‖g‖ per group (per
+    layer for per-layer ℓ2-SAM). ‖g‖ is √Σg² where the sum of squares neither under- nor
+    overflows, else s·‖g/s‖ with s = max|g| (1 where g = 0, as flows._methods._unit).
+    ``V``: lane scratch (≥ 5, W). Compiled for each rule (``kind`` a constant)."""
+    literally(kind)
+    nw = y.shape[1]
     Ld = L * d
     groups = L if per_layer else 1
     size = Ld // groups
+    mx, ss, nrm, ua, ub = V[0], V[1], V[2], V[3], V[4]
     for k in range(groups):
         lo, hi = k * size, (k + 1) * size
-        _scaled_norms(g, lo, hi, q, s, root)
+        for w in range(nw):
+            mx[w] = 0.0
+            ss[w] = 0.0
         for i in range(lo, hi):
             for w in range(nw):
-                div = root[w] if root[w] != 0.0 else 1.0
+                v = g[i, w]
+                a = abs(v)
+                mx[w] = a if (a > mx[w]) | (a != a) else mx[w]
+                ss[w] += v * v
+        for w in range(nw):
+            if ss[w] > 1e-280 and ss[w] < 1e280:
+                nrm[w] = math.sqrt(ss[w])
+                ua[w] = 1.0 / nrm[w]
+                ub[w] = 1.0
+            else:  # under- or overflow in the squares (or g not finite): scale by max|g|
+                s = mx[w] if mx[w] != 0.0 else 1.0
+                root = 0.0
+                for i in range(lo, hi):
+                    q = g[i, w] / s
+                    root += q * q
+                root = math.sqrt(root)
+                nrm[w] = s * root
+                ua[w] = 1.0 / s
+                ub[w] = 1.0 / root if root != 0.0 else 1.0
+        for i in range(lo, hi):
+            for w in range(nw):
+                v = g[i, w]
                 hat[i, w] = y[i, w] + _epsilon(
-                    kind, g[i, w], q[i, w] / div, s[w] * root[w], scale[w],
+                    kind, v, (v * ua[w]) * ub[w], nrm[w], scale[w],
                     p[0, w], p[1, w], p[2, w], p[3, w], p[4, w],
                 )  # fmt: skip
 
 
+@_inline
+def _perturb_any(kind, hat, y, g, scale, per_layer, p, L, d, V):
+    """:func:`_perturb` compiled for the rule ``kind``."""
+    if kind == _L2:
+        _perturb(_L2, hat, y, g, scale, per_layer, p, L, d, V)
+    elif kind == _LE:
+        _perturb(_LE, hat, y, g, scale, per_layer, p, L, d, V)
+    elif kind == _LINF:
+        _perturb(_LINF, hat, y, g, scale, per_layer, p, L, d, V)
+    else:
+        _perturb(_GD, hat, y, g, scale, per_layer, p, L, d, V)
+
+
+@_inlined
+def _col_margins(Z, X, Y, M, L, d):
+    """M[i] = y_i⟨β(Z), x_i⟩ on every lane, β_j = ∏_k Z[k·d + j]."""
+    nw = M.shape[1]
+    for i in range(X.shape[0]):
+        for w in range(nw):
+            M[i, w] = 0.0
+        for j in range(d):
+            x = X[i, j]
+            for w in range(nw):
+                b = 1.0
+                for lay in range(L):
+                    b *= Z[lay * d + j, w]
+                M[i, w] += x * b
+        for w in range(nw):
+            M[i, w] *= Y[i]
+
+
+@_inlined
+def _columns_body(L, op, out, sign, Z, C, X, Y, M, d):
+    if op == 0:
+        _col_grad(out, sign, Z, C, L, d)
+    else:
+        _col_margins(Z, X, Y, M, L, d)
+
+
 @_jit
-def _field(y, out, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V):
+def _columns_fixed(L, op, out, sign, Z, C, X, Y, M, d):
+    """:func:`_columns_body` compiled for the depth ``L`` as a constant."""
+    literally(L)
+    _columns_body(L, op, out, sign, Z, C, X, Y, M, d)
+
+
+@_inline
+def _columns(L, op, out, sign, Z, C, X, Y, M, d):
+    """op 0: out = sign·C_j ∏_{k≠l} Z_kj (:func:`_col_grad`); op 1: M = the margins of Z
+    (:func:`_col_margins`). Depths 1–8 run code compiled for their depth (the layer loops
+    unrolled), deeper ones the loop over the layers."""
+    if L == 1:
+        _columns_fixed(1, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 2:
+        _columns_fixed(2, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 3:
+        _columns_fixed(3, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 4:
+        _columns_fixed(4, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 5:
+        _columns_fixed(5, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 6:
+        _columns_fixed(6, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 7:
+        _columns_fixed(7, op, out, sign, Z, C, X, Y, M, d)
+    elif L == 8:
+        _columns_fixed(8, op, out, sign, Z, C, X, Y, M, d)
+    else:
+        _columns_body(L, op, out, sign, Z, C, X, Y, M, d)
+
+
+@_inline
+def _loss_coefficients(Z, X, Y, loss, C, M, L, d):
+    """C[j] = (1/n)Σ_i ℓ'(m_i(Z)) y_i x_ij on every lane (∇L = C_j ∏_{k≠l} Z_kj)."""
+    nw = C.shape[1]
+    n = X.shape[0]
+    _columns(L, 1, C, 0.0, Z, C, X, Y, M, d)
+    for i in range(n):
+        for w in range(nw):
+            M[i, w] = _loss_derivative(loss, M[i, w]) / n * Y[i]
+    for j in range(d):
+        for w in range(nw):
+            C[j, w] = 0.0
+    for i in range(n):
+        for j in range(d):
+            x = X[i, j]
+            for w in range(nw):
+                C[j, w] += M[i, w] * x
+
+
+@_jit
+def _field(y, out, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, M):
     r"""out = f(y) on every lane: :math:`-\nabla\mathcal L(\hat\theta)` (flow) or
     :math:`\nabla m(\hat\theta)` and the clock's rate (rescaled flow),
     :math:`\hat\theta=\theta+\varepsilon(\theta,\nabla\mathcal L(\theta))`.
 
-    ``S``: scratch (4, max(L·d, d), W); ``V``: lane scratch (4, W).
+    ``CX``: y₁x₁ broadcast over the lanes (d, W); ``S``: scratch (3, max(L·d, d), W);
+    ``V``: lane scratch (6, W); ``M``: (n, W).
     """
-    nw = y.shape[1]  # a run-time lane count: LLVM vectorises the lane loops
     Ld = L * d
-    hat, g, P, q = S[0], S[1], S[2], S[3]
-    acc, scale, s, root = V[0], V[1], V[2], V[3]
+    nw = y.shape[1]
+    hat, g, C = S[0], S[1], S[2]
+    scale = V[5]
+    X1, Y1 = X[:1], Y[:1]
+    for w in range(nw):
+        scale[w] = 1.0
     if rescaled:
         # the rule sees g = -∇m(θ) (the gradient's direction) and scale = -ℓ'(m(θ))
-        _margin_grad(g, -1.0, y, cx, L, d, P, acc)
-        for w in range(nw):
-            scale[w] = 1.0
-        if kind == _rules.LE:
+        _columns(L, 0, g, -1.0, y, CX, X1, Y1, M, d)
+        if kind == _LE:
+            _columns(L, 1, g, 0.0, y, CX, X1, Y1, M, d)
             for w in range(nw):
-                scale[w] = -_loss_derivative(loss, _margin(y, w, X[0], Y[0], L, d))
-        _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root)
-        _margin_grad(out, 1.0, hat, cx, L, d, P, acc)
+                scale[w] = -_loss_derivative(loss, M[0, w])
+        _perturb_any(kind, hat, y, g, scale, per_layer, p, L, d, V)
+        _columns(L, 0, out, 1.0, hat, CX, X1, Y1, M, d)
         if clock:
+            _columns(L, 1, out, 0.0, hat, CX, X1, Y1, M, d)
             for w in range(nw):
-                log_rate = -_log_speed(loss, _margin(hat, w, X[0], Y[0], L, d))
+                log_rate = -_log_speed(loss, M[0, w])
                 out[Ld, w] = math.exp(min(log_rate, _LOG_RATE_MAX))
                 out[Ld + 1, w] = max(log_rate - _LOG_RATE_MAX, 0.0)
     else:
-        _loss_grad(g, 1.0, y, X, Y, loss, L, d, P, q, acc)
-        for w in range(nw):
-            scale[w] = 1.0
-        _perturb(hat, y, g, q, scale, kind, per_layer, p, L, d, s, root)
-        _loss_grad(out, -1.0, hat, X, Y, loss, L, d, P, q, acc)
+        _loss_coefficients(y, X, Y, loss, C, M, L, d)
+        _columns(L, 0, g, 1.0, y, C, X, Y, M, d)
+        _perturb_any(kind, hat, y, g, scale, per_layer, p, L, d, V)
+        _loss_coefficients(hat, X, Y, loss, C, M, L, d)
+        _columns(L, 0, out, -1.0, hat, C, X, Y, M, d)
 
 
 @_jit
-def _scratch(ns, Ld, d):
-    """A lane block (ns, W) and the field's scratch S, V (see _field)."""
-    return np.zeros((ns, W)), np.zeros((4, max(Ld, d), W)), np.zeros((4, W))
+def _scratch(ns, Ld, d, n):
+    """A lane block (ns, W) and the field's scratch S, V, M (see _field)."""
+    return (np.zeros((ns, W)), np.zeros((3, max(Ld, d), W)), np.zeros((6, W)),
+            np.zeros((n, W)))  # fmt: skip
+
+
+@_jit
+def _broadcast(X, Y, d):
+    """y₁x₁ on every lane (d, W)."""
+    CX = np.empty((d, W))
+    for j in range(d):
+        CX[j, :] = Y[0] * X[0, j]
+    return CX
 
 
 @_jit
@@ -272,8 +356,8 @@ def _fields(ys, params, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
     """The field at each row of ``ys`` (N, ns), W rows at a time (for the tests)."""
     N, ns = ys.shape
     out = np.empty_like(ys)
-    cx = Y[0] * X[0]
-    y, S, V = _scratch(ns, L * d, d)
+    CX = _broadcast(X, Y, d)
+    y, S, V, M = _scratch(ns, L * d, d, X.shape[0])
     f = np.zeros((ns, W))
     p = np.zeros((5, W))
     for start in range(0, N, W):
@@ -281,7 +365,7 @@ def _fields(ys, params, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
         for w in range(m):
             y[:, w] = ys[start + w]
             p[:, w] = params[start + w]
-        _field(y, f, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+        _field(y, f, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, M)
         for w in range(m):
             out[start + w] = f[:, w]
     return out
@@ -384,6 +468,29 @@ def _mean_loss(y, w, X, Y, loss, L, d):
     for i in range(n):
         total += _loss(loss, _margin(y, w, X[i], Y[i], L, d))
     return total / n
+
+
+@_inline
+def _scaled_norms(x, lo, hi, q, s, root):
+    """‖x[lo:hi]‖ = s·root on every lane, s = max|x| (1 where x = 0), q = x/s: the norm
+    without under- or overflow in the squares."""
+    nw = s.shape[0]  # a run-time lane count: LLVM vectorises the lane loops
+    for w in range(nw):
+        s[w] = 0.0
+    for i in range(lo, hi):
+        for w in range(nw):
+            a = abs(x[i, w])
+            s[w] = a if (a > s[w]) | (a != a) else s[w]
+    for w in range(nw):
+        s[w] = 1.0 if s[w] == 0.0 else s[w]
+        root[w] = 0.0
+    for i in range(lo, hi):
+        for w in range(nw):
+            v = x[i, w] / s[w]
+            q[i, w] = v
+            root[w] += v * v
+    for w in range(nw):
+        root[w] = math.sqrt(root[w])
 
 
 @_inline
@@ -517,8 +624,8 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
     Ld = L * d
     T = ts.shape[0]
     A, E = _A[solver], _E[solver]
-    cx = Y[0] * X[0]
-    y, S, V = _scratch(ns, Ld, d)
+    CX = _broadcast(X, Y, d)
+    y, S, V, Mg = _scratch(ns, Ld, d, X.shape[0])
     yi = np.zeros((ns, W))
     fs = np.zeros((ns, W))
     f = np.zeros((ns, W))
@@ -602,7 +709,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                     y[i, w] = 1.0
                 continue
             # f(0, y0), the first stage (the other lanes' values are thrown away)
-            _field(y, fs, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+            _field(y, fs, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, Mg)
             for i in range(ns):
                 f[i, w] = fs[i, w]
         if active == 0:
@@ -626,7 +733,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                     Kr = Kf[r]
                     for k in range(M):
                         yif[k] = yif[k] + a * Kr[k]
-            _field(yi, fs, kind, per_layer, p, X, Y, cx, loss, rescaled, clock, L, d, S, V)
+            _field(yi, fs, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, Mg)
             Ks = Kf[s]
             for k in range(M):
                 Ks[k] = hbf[k] * fsf[k]
@@ -655,7 +762,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 v = e / (atol[w] + max(abs(y[i, w]), abs(cand)) * rtol)
                 err[w] += v * v
         _going_lanes(yi, going, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, V[0], V[1],
-                     S[3])  # fmt: skip
+                     S[0])  # fmt: skip
         # per lane: the controller, saving, the event, the end of the trajectory
         for w in range(W):
             n = traj[w]
