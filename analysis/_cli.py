@@ -1,5 +1,10 @@
 """The argument parser shared by the command lines of ``flows``, ``analysis`` and ``figures``.
 
+It lives here, not in :mod:`flows`, because importing it must not import JAX: the
+:mod:`analysis` package loads its modules on first use, so ``python -m analysis --help``
+and ``python -m figures --help`` answer at once (``import flows`` loads JAX to enable
+float64).
+
 A user error on a command line (an unknown flag, a bad value, an output path that
 cannot be written) ends with one line on stderr, ``<prog>: error: <message>``, and
 exit status 2, before any computing is done: no usage block, no traceback. Ctrl-C
