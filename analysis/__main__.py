@@ -44,6 +44,9 @@ def main(argv=None) -> int:
         problem = _unwritable(Path(args.json))
         if problem:
             parser.error(f"--json {args.json}: {problem}")
+    import flows
+
+    flows.configure()  # before the first JAX computation
     if args.command == "depth":
         from ._depth import depth_table, format_markdown
 

@@ -1,8 +1,9 @@
 """``python -m figures`` and ``python -m figures phase``: their parsers, then the work.
 
 This module imports neither JAX nor matplotlib nor the figure modules: ``--help`` and a bad
-flag answer at once. After the flags are parsed, the figures are made (:mod:`figures._registry`)
-or the phase diagram is computed (:mod:`figures._phase_cli`).
+flag answer at once. After the flags are parsed, :func:`flows.configure` is applied (before
+the first JAX computation; importing the figure modules starts one), then the figures are made
+(:mod:`figures._registry`) or the phase diagram is computed (:mod:`figures._phase_cli`).
 """
 
 from __future__ import annotations
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
         parser = phase_parser()
         args_list = [str(a) for a in argv[1:]]
         args = parser.parse_args(args_list)
+        _configure()
         from . import _phase_cli
 
         return _phase_cli.run(args, args_list, parser)
@@ -148,6 +150,7 @@ def main(argv=None) -> int:
     unknown = [n for n in args.names if n not in SUMMARIES]
     if unknown:
         parser.error(f"unknown figure(s) {unknown}; choose from {', '.join(SUMMARIES)}")
+    _configure()
     from . import _registry
 
     try:  # the folders and saved data, before anything is computed
@@ -170,6 +173,13 @@ def main(argv=None) -> int:
         n = sum(len(v) for v in written.values())
         print(f"{n} files in {args.out} ({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def _configure() -> None:
+    """:func:`flows.configure`, before the figure modules are imported (they compute)."""
+    import flows
+
+    flows.configure()
 
 
 if __name__ == "__main__":
