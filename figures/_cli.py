@@ -60,7 +60,8 @@ def _parser() -> argparse.ArgumentParser:
 
 PHASE_EPILOG = """\
 A range is START:STOP:COUNT, log-spaced (alpha, rho, sigma, rho_max are scales and radii),
-both ends included; a list is A,B,C; a single number is a fixed value. --depth is an integer,
+both ends included and > 0 (the values, not their logarithms: 1e-1:1e3:32, not -1:3:32);
+a list is A,B,C; a single number is a fixed value. --depth is an integer,
 a list 2,3,4 or an inclusive integer range 2:8. Exactly two of alpha, rho, sigma, rho_max and
 depth must be ranges or lists: they are the two axes of the picture (alpha, else the first of
 rho, sigma, rho_max, depth, is vertical). Each point is the rescaled single-example flow

@@ -148,6 +148,11 @@ def parse_values(text, *, integer: bool = False):
         if len(parts) != (2 if integer else 3):
             form = "START:STOP" if integer else "START:STOP:COUNT"
             raise ValueError(f"a range is {form}; got {text!r}")
+        if not integer and any(_nonpositive(p) for p in parts[:2]):
+            raise ValueError(
+                f"the range {text!r} needs START and STOP > 0: they are the values, log-spaced "
+                "between, not their logarithms (e.g. 1e-1:1e3:32)"
+            )
         start, stop = number(parts[0]), number(parts[1])
         if integer:
             if stop <= start:
@@ -176,6 +181,14 @@ def parse_values(text, *, integer: bool = False):
     if not text:
         raise ValueError("empty value")
     return number(text)
+
+
+def _nonpositive(s: str) -> bool:
+    """Whether ``s`` reads as a number <= 0 (so a range of it is not log-spaced)."""
+    try:
+        return float(s) <= 0
+    except ValueError:
+        return False
 
 
 def _settings(args, parser) -> dict:

@@ -13,6 +13,7 @@ import figures
 import flows
 from analysis import _check
 from analysis.__main__ import main as analysis_main
+from analysis._cli import ArgumentParser
 from figures import _registry
 from flows.__main__ import main as flows_main
 
@@ -133,3 +134,17 @@ def test_help_and_bad_flags_load_no_jax():
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
 
+
+def test_a_value_may_start_with_a_minus_sign(capsys):
+    """``--alpha -1:3:32`` is the flag's value (argparse alone reads it as an unknown flag); a
+    value that does not read as a number needs ``--flag=VALUE``, and the error says so."""
+    parser = ArgumentParser(prog="tool")
+    parser.add_argument("--alpha")
+    parser.add_argument("--out")
+    args = parser.parse_args(["--alpha", "-1:3:32", "--out", "-.5,2"])
+    assert (args.alpha, args.out) == ("-1:3:32", "-.5,2")
+    assert parser.parse_args(["--alpha", "-1e-3"]).alpha == "-1e-3"
+    assert parser.parse_args(["--out=-x"]).out == "-x"
+    one_line_error(capsys, lambda: parser.parse_args(["--out", "-x"]), "written --out=VALUE")
+    line = one_line_error(capsys, lambda: parser.parse_args(["--out"]), "expected one argument")
+    assert "VALUE" not in line  # a value left out is not one that starts with '-'
