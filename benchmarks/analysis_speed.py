@@ -21,6 +21,7 @@ import time
 
 CRITICAL = """
 import flows, analysis, time
+flows.configure()
 t = time.perf_counter()
 b = analysis.critical_alpha(flows.{method}(1.0), [1.0, 2.0, 3.0, 4.0, 5.0], depth={depth},
                             full_output=True)
@@ -30,6 +31,7 @@ print({{"value": b.value, "exists": b.exists, "solves": b.solves,
 
 PHASE = """
 import flows, analysis, numpy as np, time
+flows.configure()
 t = time.perf_counter()
 ds = analysis.phase_diagram(flows.L2SAM(1.0), [1.0, 2.0, 3.0, 4.0, 5.0],
                             alpha=np.geomspace(1e-2, 1.0, {n}), rho=np.geomspace(1e-2, 1.0, {n}),

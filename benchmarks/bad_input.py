@@ -37,6 +37,7 @@ import numpy as np
 import analysis
 import flows
 
+flows.configure()
 TIMEOUT_S = 120  # a first solve of a new configuration compiles for up to ~40 s on 2 busy cores
 MU3 = [1.0, 2.0, 3.0]
 DATA = flows.single_example(MU3)

@@ -22,6 +22,7 @@ import numpy as np
 
 import flows
 
+flows.configure()  # as the command lines run: before the first JAX computation (DATA below)
 MU = np.arange(1.0, 6.0)
 DATA = flows.single_example(MU)
 DEPTH = 2

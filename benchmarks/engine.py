@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import flows  # noqa: E402
 
+flows.configure()
 MU = np.arange(1.0, 6.0)
 T1 = 200.0
 TS = np.linspace(0.0, T1, 64)

@@ -2,15 +2,15 @@
 
     python benchmarks/first_result.py [--repeat 5]
 
-Each run is a new Python process that imports ``flows`` and runs one ``flows.solve``
-(ℓ2-SAM, L = 2, d = 2, the rescaled flow, the README quick-start problem size) and
-reports, from inside the process, wall and process CPU time for: importing JAX,
-importing flows, and the first solve (XLA's start, trace + compile or cache load + run).
-The cache is ``flows``' default persistent compilation cache pointed at a fresh temporary folder
-(``SAMFLOWS_COMPILATION_CACHE=DIR``): the first process compiles and writes it (cold),
-the following ones load the solver from it (warm). A third series runs with the cache
-off (``SAMFLOWS_COMPILATION_CACHE=off``), which is the cold path every time. Medians over
-``--repeat`` processes, process CPU next to wall (the machine is shared).
+Each run is a new Python process that imports and configures ``flows`` and runs one
+``flows.solve`` (ℓ2-SAM, L = 2, d = 2, the rescaled flow, the README quick-start problem size)
+and reports, from inside the process, wall and process CPU time for: importing JAX, importing
+flows with ``flows.configure()``, and the first solve (XLA's start, trace + compile or cache
+load + run). The cache is ``flows.configure()``'s persistent compilation cache pointed at a
+fresh temporary folder (``SAMFLOWS_COMPILATION_CACHE=DIR``): the first process compiles and
+writes it (cold), the following ones load the solver from it (warm). A third series runs with
+the cache off (``SAMFLOWS_COMPILATION_CACHE=off``), which is the cold path every time. Medians
+over ``--repeat`` processes, process CPU next to wall (the machine is shared).
 Target: import + first solve <= 1.5 s on a warm cache.
 
 A fourth series measures what ``jax.export`` would give (issue 14, fifth round; not part of
@@ -38,7 +38,8 @@ import json, time
 w0, c0 = time.perf_counter(), time.process_time()
 import jax, jax.numpy as jnp
 w1, c1 = time.perf_counter(), time.process_time()
-import flows  # before XLA starts (jnp.zeros below), so that its XLA_FLAGS apply
+import flows  # configured before XLA starts (jnp.zeros below), so that its XLA_FLAGS apply
+flows.configure()
 w2, c2 = time.perf_counter(), time.process_time()
 jnp.zeros(1).block_until_ready()
 data = flows.single_example([1.0, 2.0])
@@ -57,6 +58,7 @@ print(json.dumps({"jax": [w1 - w0, c1 - c0], "flows": [w2 - w1, c2 - c1],
 EXPORT_SETUP = r"""
 import dataclasses, equinox as eqx, jax, numpy as np
 import flows
+flows.configure()  # the solver's checks traced as NaN in cacheable_checks below
 from flows import _diffrax
 from flows._config import cacheable_checks
 from jax import export

@@ -14,6 +14,8 @@ import numpy as np
 
 import flows
 
+flows.configure()
+
 
 class RawSign(flows.AbstractMethod):
     """ℓ∞-SAM's rule with the raw sign and nothing else: a field that ``solve`` treats as

@@ -32,6 +32,7 @@ import numpy as np
 
 import flows
 
+flows.configure()
 MU = [1.0, 2.0, 3.0, 4.0]
 ALPHAS = 0.1 * 2.0 ** (np.linspace(-8, 8, 17) + 1 / np.pi)
 NO_SLIDING, SLIDING = 8, 7  # indices into ALPHAS

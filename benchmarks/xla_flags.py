@@ -2,7 +2,7 @@
 
     python benchmarks/xla_flags.py [--repeat 3]
 
-``import flows`` adds ``--xla_cpu_use_fusion_emitters=false --xla_cpu_max_isa=AVX`` to
+``flows.configure()`` adds ``--xla_cpu_use_fusion_emitters=false --xla_cpu_max_isa=AVX`` to
 ``XLA_FLAGS`` (``flows._config.fast_compile_flags``); ``SAMFLOWS_XLA_FAST_COMPILE=off``
 leaves XLA at its default. Each series runs fresh processes (the persistent compilation
 cache off, so every configuration compiles) that time, from inside the process:
@@ -38,6 +38,7 @@ jax.monitoring.register_event_duration_secs_listener(
     if e == "/jax/core/compile/backend_compile_duration" else None)
 import jax.numpy as jnp
 import flows, analysis
+flows.configure()
 
 MU = [1.0, 2.0, 3.0, 4.0, 5.0]
 DATA = flows.single_example(MU)

@@ -14,7 +14,7 @@ verdict per claim. The public names below are imported on first use, so that
 ``python -m experiments --help`` (and a bad flag) answers without loading JAX.
 """
 
-import importlib
+from analysis._lazy import lazy_exports
 
 _EXPORTS = {
     "gradcam": "_attribution",
@@ -34,13 +34,4 @@ _EXPORTS = {
     "run": "_run",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -38,7 +38,10 @@ def main(argv=None) -> int:
             parser.error(f"argument {flag}: must be a folder name")
         if os.path.exists(value) and not os.path.isdir(value):
             parser.error(f"argument {flag}: {value!r} exists and is not a folder")
-    from ._run import run  # heavy imports only after the flags are checked
+    import flows  # heavy imports only after the flags are checked
+
+    flows.configure()  # before the first JAX computation (importing ._run starts one)
+    from ._run import run
 
     run(args.out, quick=args.quick, docs=args.docs, progress=lambda m: print(m, flush=True))
     return 0

@@ -2,12 +2,19 @@
 
 Each figure is computed with :mod:`flows` and :mod:`analysis` (sweeps through
 :func:`flows.sweep`, cached and resumable) and drawn with matplotlib as vector PDF
-and PNG. ``python -m figures --help`` lists them.
+and PNG. ``python -m figures --help`` lists them. The public names below are imported on
+first use, so that ``--help`` (and a bad flag) answers without loading JAX.
 """
 
-from ._cli import main as main
-from ._common import Context as Context
-from ._common import FigureSpec as FigureSpec
-from ._common import load_data as load_data
-from ._registry import FIGURES as FIGURES
-from ._registry import make as make
+from analysis._lazy import lazy_exports
+
+_EXPORTS = {
+    "main": "_cli",
+    "Context": "_common",
+    "FigureSpec": "_common",
+    "load_data": "_common",
+    "FIGURES": "_registry",
+    "make": "_registry",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

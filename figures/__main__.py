@@ -2,7 +2,7 @@
 
 import sys
 
-from flows._cli import run_command
+from analysis._cli import run_command
 
 from ._cli import main
 

@@ -25,6 +25,7 @@ from matplotlib.lines import Line2D
 import analysis
 import flows
 
+from ._catalog import SUMMARIES
 from ._common import (
     FULL_WIDTH,
     METHOD_COLORS,
@@ -263,8 +264,7 @@ def draw_lesam(data: dict):
 
 LESAM = FigureSpec(
     "lesam",
-    "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
-    "Hessian trace / top eigenvalue against the loss (GD, ℓ2-SAM, LE-SAM)",
+    SUMMARIES["lesam"],
     compute_lesam,
     draw_lesam,
 )

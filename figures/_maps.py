@@ -31,6 +31,7 @@ from matplotlib.patches import Patch
 import analysis
 import flows
 
+from ._catalog import SUMMARIES
 from ._common import (
     COLLAPSE,
     FULL_WIDTH,
@@ -678,20 +679,20 @@ def draw_depth(data: dict):
 FIGURES = [
     FigureSpec(
         "regime_map",
-        "ℓ2-SAM regimes against depth L = 2..8 over α/ρ, with k_c, k_direct and the (ρ, α) rays",
+        SUMMARIES["regime_map"],
         compute_regime_map,
         draw_regime_map,
     ),
     FigureSpec(
         "minor_first",
-        "α against rescaled time τ coloured by j†(τ) at ρ = 1, L = 2, every switch marked",
+        SUMMARIES["minor_first"],
         compute_minor_first,
         draw_minor_first,
     ),
 ]
 DEPTH = FigureSpec(
     "depth",
-    "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per depth",
+    SUMMARIES["depth"],
     compute_depth,
     draw_depth,
 )

@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 import analysis
 import flows
 
+from ._catalog import SUMMARIES
 from ._common import (
     COLLAPSE,
     DIRECT,
@@ -460,19 +461,19 @@ def draw_discrete(data: dict):
 
 TRAJECTORIES = FigureSpec(
     "trajectories",
-    "β_j/‖β‖ of ℓ2-SAM (L = 2) for α → α_c, the loss against GD's, plateau and switch times",
+    SUMMARIES["trajectories"],
     compute_trajectories,
     draw_trajectories,
 )
 LINF_LIMITS = FigureSpec(
     "linf_limits",
-    "ℓ∞-SAM limit over (α1, α2) at L = 3, 4 with the tie curve of claim C2",
+    SUMMARIES["linf_limits"],
     compute_linf_limits,
     draw_linf_limits,
 )
 DISCRETE = FigureSpec(
     "discrete",
-    "iterates over the flow (ℓ2-SAM; ℓ∞-SAM with sliding), error against η, fitted slopes",
+    SUMMARIES["discrete"],
     compute_discrete,
     draw_discrete,
 )

@@ -1,18 +1,16 @@
 r"""``python -m figures phase``: a phase diagram of the user's own choosing, swept, saved and drawn.
 
-The settings (flags, or a TOML file read with :mod:`tomllib`, flags overriding it) are parsed and
-checked here, each error naming its flag, before anything is computed. The sweep is
-:func:`analysis.phase_diagram` (cached and resumable under ``--cache``); the picture draws its
-``code`` (an index into ``ds.attrs["regimes"]``) with the regime palette of
+The settings (flags, parsed in :mod:`figures._cli`, or a TOML file read with :mod:`tomllib`,
+flags overriding it) are checked here, each error naming its flag, before anything is computed.
+The sweep is :func:`analysis.phase_diagram` (cached and resumable under ``--cache``); the picture
+draws its ``code`` (an index into ``ds.attrs["regimes"]``) with the regime palette of
 :mod:`figures._common`. Nothing is classified here.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
-import sys
 import time
 
 import matplotlib
@@ -24,7 +22,6 @@ from matplotlib.ticker import FuncFormatter
 import analysis
 import flows
 from analysis._problem import check_mu
-from flows._cli import ArgumentParser
 
 from ._common import (
     COLUMN_WIDTH,
@@ -117,85 +114,6 @@ DEFAULTS = {
     "width": "column",
 }
 
-EXAMPLES = """\
-A range is START:STOP:COUNT, log-spaced (alpha, rho, sigma, rho_max are scales and radii),
-both ends included; a list is A,B,C; a single number is a fixed value. --depth is an integer,
-a list 2,3,4 or an inclusive integer range 2:8. Exactly two of alpha, rho, sigma, rho_max and
-depth must be ranges or lists: they are the two axes of the picture (alpha, else the first of
-rho, sigma, rho_max, depth, is vertical). Each point is the rescaled single-example flow
-{(mu, +1)} from the balanced start w(0) = alpha, classified by analysis.phase_diagram.
-
-It writes OUT/phase.pdf, OUT/phase.png and OUT/phase.nc (the xarray Dataset of
-analysis.phase_diagram: code, first, last, n_switches, times, ...; the settings are in its
-attrs). Finished chunks are cached in --cache (default OUT/cache): an interrupted run, run
-again, resumes; a finished one redraws without solving.
-
-methods and their parameters:
-  gd            (none)
-  l2sam         --rho
-  l2sam-layer   --rho        (each layer normalised separately)
-  linfsam       --rho [--delta]  (the exact sign, a Filippov flow; with --delta the
-                                 smoothed sign tanh(g/delta))
-  lesam         --sigma --rho-max
-
-examples:
-  python -m figures phase --method l2sam --depth 3 --mu 1,2,3,4,5 \\
-      --alpha 1e-3:10:256 --rho 0.01:1:64 --out results/phase
-  python -m figures phase --method l2sam --rho 1 --alpha 0.01:3:128 --depth 2:8 --out DIR
-  python -m figures phase --method lesam --rho-max 0.3 --sigma 0.01:10:96 \\
-      --alpha 0.01:10:96 --loss exponential --out DIR
-  python -m figures phase --config phase.toml --out DIR     # flags override the file
-
-a TOML file holds the same settings, named as the flags (rho_max or rho-max):
-  method = "l2sam"
-  depth = 3
-  mu = [1, 2, 3, 4, 5]
-  alpha = "1e-3:10:256"      # a range is a string; a list is [a, b, ...]; a number is fixed
-  rho = "0.01:1:64"
-"""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = ArgumentParser(
-        prog="python -m figures phase",
-        description="Sweep, save and draw a regime phase diagram over two of alpha, rho, sigma, "
-        "rho_max and depth (vector PDF + PNG, and the data as netCDF).",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        argument_default=None,
-    )
-    add = parser.add_argument
-    add("--config", metavar="FILE.toml", help="read the settings from a TOML file")
-    add("--method", help=f"one of {', '.join(METHODS)} (required)")
-    add("--alpha", metavar="A", help="initialisation scale alpha > 0 (required)")
-    add("--rho", metavar="R", help="SAM radius rho > 0 (l2sam, l2sam-layer, linfsam)")
-    add("--sigma", metavar="S", help="LE-SAM loss budget sigma > 0 (lesam)")
-    add("--rho-max", metavar="R", help="LE-SAM cap rho_max > 0 (lesam)")
-    add(
-        "--delta",
-        metavar="D",
-        help="linfsam's smoothed sign tanh(g/D), a fixed number > 0 (default: the exact sign)",
-    )
-    add("--depth", metavar="L", help="depth L >= 1: 3, 2,3,4 or 2:8 (default 2)")
-    add("--mu", metavar="M1,...,Md", help="the example's features, > 0 (default 1,2,3,4,5)")
-    add("--loss", choices=("logistic", "exponential"), help="loss (default logistic)")
-    add(
-        "--collapse-tol",
-        type=float,
-        metavar="TOL",
-        help="a run collapses when |theta| falls to TOL |theta(0)| (default 1e-6)",
-    )
-    add("--out", metavar="OUT", help="output folder (required)")
-    add("--cache", metavar="DIR", help="sweep cache folder (default OUT/cache)")
-    add(
-        "--width",
-        choices=tuple(WIDTHS),
-        help="printed width: column 2.7 in (default) or full 5.5 in",
-    )
-    add("--quiet", action="store_true", help="no progress output")
-    return parser
-
-
 # --- parsing: one definition of a value, a range, a list ---------------------------------
 
 
@@ -230,6 +148,11 @@ def parse_values(text, *, integer: bool = False):
         if len(parts) != (2 if integer else 3):
             form = "START:STOP" if integer else "START:STOP:COUNT"
             raise ValueError(f"a range is {form}; got {text!r}")
+        if not integer and any(_nonpositive(p) for p in parts[:2]):
+            raise ValueError(
+                f"the range {text!r} needs START and STOP > 0: they are the values, log-spaced "
+                "between, not their logarithms (e.g. 1e-1:1e3:32)"
+            )
         start, stop = number(parts[0]), number(parts[1])
         if integer:
             if stop <= start:
@@ -258,6 +181,14 @@ def parse_values(text, *, integer: bool = False):
     if not text:
         raise ValueError("empty value")
     return number(text)
+
+
+def _nonpositive(s: str) -> bool:
+    """Whether ``s`` reads as a number <= 0 (so a range of it is not log-spaced)."""
+    try:
+        return float(s) <= 0
+    except ValueError:
+        return False
 
 
 def _settings(args, parser) -> dict:
@@ -510,11 +441,11 @@ def _draw(ds, width):
     return fig
 
 
-def main(argv=None) -> int:
-    """Run ``python -m figures phase`` with the arguments ``argv`` (see ``--help``)."""
-    parser = _parser()
-    args_list = [str(a) for a in (sys.argv[2:] if argv is None else argv)]
-    args = parser.parse_args(args_list)
+def run(args, args_list, parser) -> int:
+    """Run ``python -m figures phase`` on its parsed ``args`` (the words ``args_list``).
+
+    ``parser`` (:func:`figures._cli.phase_parser`) reports a bad setting as one line.
+    """
     try:
         cfg = check_settings(_settings(args, parser))
         check_folder("--out", cfg["out"], create=True)

@@ -1,4 +1,4 @@
-"""The figures, in the order of the README's gallery, and the function that makes them."""
+"""The figures, in the order of :mod:`figures._catalog`, and the function that makes them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from flows._config import enable_compilation_cache
 from flows._sweep._executors import executor_factory
 
+from ._catalog import SUMMARIES
 from ._common import (
     Context,
     FigureSpec,
@@ -25,9 +26,10 @@ from ._maps import DEPTH
 from ._maps import FIGURES as _MAPS
 from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
 
-FIGURES: dict[str, FigureSpec] = {
-    f.name: f for f in (*_MAPS, TRAJECTORIES, LINF_LIMITS, DISCRETE, DEPTH, LESAM)
-}
+_SPECS = {f.name: f for f in (*_MAPS, TRAJECTORIES, LINF_LIMITS, DISCRETE, DEPTH, LESAM)}
+assert set(_SPECS) == set(SUMMARIES), "figures/_catalog.py names every figure, and no other"
+#: name -> FigureSpec, in the order of :data:`figures._catalog.SUMMARIES`.
+FIGURES: dict[str, FigureSpec] = {name: _SPECS[name] for name in SUMMARIES}
 
 
 def make(

@@ -1,6 +1,12 @@
-"""Continuous- and discrete-time dynamics of GD and SAM variants on diagonal linear networks."""
+"""Continuous- and discrete-time dynamics of GD and SAM variants on diagonal linear networks.
+
+Importing :mod:`flows` enables JAX's x64 mode (everything is float64) and changes no other
+global setting; :func:`flows.configure` applies the XLA flags, compilation cache and the rest
+that the command lines use (call it right after the import).
+"""
 
 from . import _config as _config  # enables float64 before anything else is traced
+from ._config import configure as configure
 from ._dynamics import rescaled_velocity as rescaled_velocity
 from ._dynamics import velocity as velocity
 from ._iterate import iterate as iterate

@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 
 import flows
-from flows._cli import ArgumentParser, run_command
+from analysis._cli import ArgumentParser, run_command  # the command lines' one parser
 
 
 def main(argv=None) -> int:
@@ -12,6 +12,7 @@ def main(argv=None) -> int:
         description="A 10-second demo: the rescaled flows of GD, l2-SAM and LE-SAM (L = 2, "
         "mu = (1..5)) and a discrete l2-SAM run, one summary line each. It takes no arguments.",
     ).parse_args(argv)
+    flows.configure()  # before the first JAX computation
     data = flows.single_example([1.0, 2.0, 3.0, 4.0, 5.0])
     theta0 = flows.balanced_init(0.3, depth=2, d=5)
     methods = {"GD": flows.GD(), "L2-SAM": flows.L2SAM(0.5), "LE-SAM": flows.LESAM(0.35, 0.3)}

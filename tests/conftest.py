@@ -6,9 +6,13 @@ executables hold host callbacks and are not written). The two segmentation fault
 blamed on the cache came from the kernel's limit on memory regions, ``vm.max_map_count``,
 which ``flows._config.release_compiled_when_crowded`` now keeps the process below.
 
-``flows`` turns the cache on by default in the user's cache folder; the tests' subprocesses
-(the command lines, the README) inherit ``SAMFLOWS_COMPILATION_CACHE=off`` so that a test run
-neither reads nor fills it (tests/test_config.py turns it on in a temporary folder).
+The test process calls :func:`flows.configure` before anything compiles, as the command lines
+do: XLA:CPU's classic emitters without fused multiply-adds (tests compare a batched solve with
+a single one bit for bit), the compilation counter that keeps the process below that limit, and
+the solvers' checks traced as NaN. ``configure`` would turn the cache on in the user's cache
+folder; the test process and its subprocesses (the command lines, the README) inherit
+``SAMFLOWS_COMPILATION_CACHE=off`` so that a test run neither reads nor fills it
+(tests/test_config.py turns it on in a temporary folder).
 """
 
 import fcntl
@@ -21,8 +25,9 @@ os.environ["SAMFLOWS_COMPILATION_CACHE"] = "off"
 # XLA's LLVM back end at optimisation level 0 in the test processes and the processes they
 # start: the suite is mostly compilation (backend compile 319 s -> 225 s for
 # tests/test_linf.py). The level changes how fast the code runs, not what it computes (no
-# fast-math either way); benchmarks/ and users run at XLA's default. Importing flows adds
-# XLA:CPU's classic emitters (flows._config.fast_compile_flags), for the tests as for users.
+# fast-math either way); benchmarks/ and users run at XLA's default. flows.configure() below
+# adds XLA:CPU's classic emitters (flows._config.fast_compile_flags), for the tests as for the
+# command lines.
 _FLAGS = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in _FLAGS:
     os.environ["XLA_FLAGS"] = f"{_FLAGS} --xla_backend_optimization_level=0".strip()
@@ -30,6 +35,9 @@ if "xla_backend_optimization_level" not in _FLAGS:
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
+import flows  # noqa: E402
+
+flows.configure()
 jax.config.update("jax_enable_compilation_cache", False)
 
 # One folder per test run, shared by the xdist workers (they inherit the environment of

@@ -10,6 +10,7 @@ import pytest
 
 import flows
 from analysis import _check
+from analysis.__main__ import main as analysis_main
 from analysis._boundary import Boundary
 from analysis._bounds import l2sam_thresholds
 from tests.helpers import reduced_l2sam_alpha_c, reduced_l2sam_switches
@@ -24,7 +25,7 @@ def _main(*args, tmp):
     path = tmp / "check.json"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = _check.main(["check", *args, "--json", str(path)])
+        status = analysis_main(["check", *args, "--json", str(path)])
     return status, json.loads(path.read_text()), out.getvalue()
 
 

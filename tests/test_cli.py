@@ -1,15 +1,20 @@
 """Command lines (issue 15): a user error is one line on stderr and exit status 2, with no
 traceback, before anything is computed."""
 
+import json
+import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
-import analysis
 import figures
 import flows
 from analysis import _check
+from analysis.__main__ import main as analysis_main
+from analysis._cli import ArgumentParser
+from figures import _registry
 from flows.__main__ import main as flows_main
 
 
@@ -35,7 +40,7 @@ def no_computing(monkeypatch):
     for name in ("solve", "iterate", "sweep"):
         monkeypatch.setattr(flows, name, forbidden)
     monkeypatch.setattr(_check, "run_checks", forbidden)
-    monkeypatch.setattr(figures._cli, "make", forbidden)
+    monkeypatch.setattr(_registry, "make", forbidden)
 
 
 def test_flows_demo_refuses_unknown_flags(capsys, no_computing):
@@ -55,17 +60,17 @@ def test_flows_demo_bogus_flag_as_a_process():
 
 def test_analysis_check_refuses_json_in_a_missing_folder(capsys, no_computing, tmp_path):
     path = tmp_path / "missing" / "check.json"
-    one_line_error(capsys, lambda: analysis._check.main(["check", "--json", str(path)]), "--json")
+    one_line_error(capsys, lambda: analysis_main(["check", "--json", str(path)]), "--json")
     assert not (tmp_path / "missing").exists()
 
 
 def test_analysis_check_refuses_json_that_is_a_folder(capsys, no_computing, tmp_path):
-    one_line_error(capsys, lambda: _check.main(["check", "--json", str(tmp_path)]), "--json")
+    one_line_error(capsys, lambda: analysis_main(["check", "--json", str(tmp_path)]), "--json")
 
 
 def test_analysis_check_refuses_unknown_flags(capsys, no_computing):
-    one_line_error(capsys, lambda: _check.main(["check", "--bogus"]), "--bogus")
-    one_line_error(capsys, lambda: _check.main(["bogus"]), "bogus")
+    one_line_error(capsys, lambda: analysis_main(["check", "--bogus"]), "--bogus")
+    one_line_error(capsys, lambda: analysis_main(["bogus"]), "bogus")
 
 
 def test_figures_redraw_from_an_empty_cache(capsys, no_computing, tmp_path):
@@ -97,4 +102,49 @@ def test_figures_make_checks_paths_before_computing(no_computing, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
     with pytest.raises(ValueError, match="--out"):
-        figures._registry.check_paths(None, out=afile, cache=tmp_path / "c")
+        _registry.check_paths(None, out=afile, cache=tmp_path / "c")
+
+
+# ``--help`` through the real entry points (runpy, as ``python -m`` runs them), then the heavy
+# packages this process holds.
+HELP_CHILD = textwrap.dedent(
+    """
+    import json, runpy, sys
+    for argv in (["figures", "--help"], ["figures", "phase", "--help"], ["analysis", "--help"],
+                 ["analysis", "check", "--help"], ["figures", "--bogus"]):
+        sys.argv = list(argv)
+        try:
+            runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            assert stop.code == (2 if argv[-1] == "--bogus" else 0), (argv, stop.code)
+    heavy = ("jax", "flows", "matplotlib", "equinox", "figures._registry", "analysis._check")
+    print(json.dumps(sorted(name for name in heavy if name in sys.modules)))
+    """
+)
+
+
+def test_help_and_bad_flags_load_no_jax():
+    """``python -m figures --help`` (and ``phase``, ``analysis``, a bad flag) answers without
+    importing JAX, flows or matplotlib: the parsers are built first, the rest imported after."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.run(
+        [sys.executable, "-c", HELP_CHILD], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_value_may_start_with_a_minus_sign(capsys):
+    """``--alpha -1:3:32`` is the flag's value (argparse alone reads it as an unknown flag); a
+    value that does not read as a number needs ``--flag=VALUE``, and the error says so."""
+    parser = ArgumentParser(prog="tool")
+    parser.add_argument("--alpha")
+    parser.add_argument("--out")
+    args = parser.parse_args(["--alpha", "-1:3:32", "--out", "-.5,2"])
+    assert (args.alpha, args.out) == ("-1:3:32", "-.5,2")
+    assert parser.parse_args(["--alpha", "-1e-3"]).alpha == "-1e-3"
+    assert parser.parse_args(["--out=-x"]).out == "-x"
+    one_line_error(capsys, lambda: parser.parse_args(["--out", "-x"]), "written --out=VALUE")
+    line = one_line_error(capsys, lambda: parser.parse_args(["--out"]), "expected one argument")
+    assert "VALUE" not in line  # a value left out is not one that starts with '-'

@@ -12,8 +12,9 @@ import pytest
 import analysis
 import figures
 import flows
+from analysis._cli import run_command
+from figures import _registry
 from figures._common import Context, load_data, save_data
-from flows._cli import run_command
 from tests.test_cli import one_line_error
 
 
@@ -23,7 +24,7 @@ def _forbidden(*args, **kwargs):
 
 @pytest.fixture
 def no_computing(monkeypatch):
-    for owner, name in ((analysis, "phase_diagram"), (flows, "sweep"), (figures._cli, "make")):
+    for owner, name in ((analysis, "phase_diagram"), (flows, "sweep"), (_registry, "make")):
         monkeypatch.setattr(owner, name, _forbidden)
 
 

@@ -1,5 +1,6 @@
-"""flows._config: float64, the persistent compilation cache on by default, checked errors kept,
-XLA:CPU's classic emitters where known."""
+"""flows._config: ``import flows`` changes no global setting but float64; ``flows.configure()``
+turns on the persistent compilation cache, XLA:CPU's classic emitters where known, the solvers'
+checks traced as NaN and the compilation counter; checked errors are kept."""
 
 import json
 import os
@@ -8,6 +9,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
+from importlib import metadata
 from pathlib import Path
 
 import equinox as eqx
@@ -21,8 +24,8 @@ from flows import _config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# A fresh process: import flows, solve once, and report the cache folder JAX uses and the
-# persistent-cache hits and misses JAX's monitoring recorded.
+# A fresh process: import and configure flows, solve once, and report the cache folder JAX uses
+# and the persistent-cache hits and misses JAX's monitoring recorded.
 CHILD = textwrap.dedent(
     """
     import json, os, sys
@@ -31,6 +34,7 @@ CHILD = textwrap.dedent(
     jax.monitoring.register_event_listener(
         lambda name, **kw: counts.__setitem__(name, counts.get(name, 0) + 1))
     import flows
+    flows.configure()
     data = flows.single_example([1.0, 2.0])
     traj = flows.solve(flows.L2SAM(0.1), data, flows.balanced_init(0.5, 2, 2), t1=2.0,
                        rescaled=True)
@@ -60,7 +64,7 @@ def cache_entries(folder):
 
 
 def test_a_second_process_loads_the_solver_from_the_default_cache(tmp_path):
-    """The default folder is $XDG_CACHE_HOME/samflows/jax; the solver's executable has no
+    """configure()'s default folder is $XDG_CACHE_HOME/samflows/jax; the solver's executable has no
     host callback (equinox's checks inside diffrax are traced as NaN), so JAX writes it,
     and a second process reads it instead of compiling."""
     env = {"XDG_CACHE_HOME": str(tmp_path)}
@@ -106,11 +110,9 @@ def test_fast_compile_flags_only_where_known_and_wanted(flags, version, setting,
 
 
 def test_a_fresh_process_compiles_with_the_classic_emitters_and_the_same_answers(tmp_path):
-    """Importing flows adds the flags on the jaxlib releases that know them, XLA accepts them
+    """flows.configure() adds the flags on the jaxlib releases that know them, XLA accepts them
     (an unknown flag aborts the process), and the answers are those of XLA's default emitters
     to rounding (a different program: the classic emitters lay out the loops differently)."""
-    from importlib import metadata
-
     release = tuple(int(x) for x in metadata.version("jaxlib").split(".")[:2])
     base = {"XLA_FLAGS": None, "SAMFLOWS_COMPILATION_CACHE": "off"}
     fast = child({**base, "SAMFLOWS_XLA_FAST_COMPILE": None})
@@ -139,12 +141,15 @@ def test_the_switch_names_a_folder(tmp_path):
     assert out["dir"] == str(tmp_path / "here") and cache_entries(tmp_path / "here")
 
 
-# A fresh process: one sweep with a cache_dir, then the folder JAX's cache uses.
+# A fresh process: one sweep with a cache_dir (after flows.configure() unless argv[2] says
+# "bare"), then the folder JAX's cache uses.
 SWEEP_CHILD = textwrap.dedent(
     """
     import json, sys
     import jax
     import flows
+    if sys.argv[2] != "bare":
+        flows.configure()
     r = flows.sweep(lambda x: {"y": 2.0 * x}, {"x": [1.0, 2.0]}, cache_dir=sys.argv[1],
                     progress=False)
     print(json.dumps({"dir": jax.config.jax_compilation_cache_dir, "y": r["y"].tolist()}))
@@ -152,25 +157,30 @@ SWEEP_CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("case", ["default", "off", "unwritable home"])
+@pytest.mark.parametrize("case", ["default", "off", "unwritable home", "not configured"])
 def test_a_sweep_sets_the_cache_folder_only_where_none_is_chosen(tmp_path, case):
-    """The folder ``import flows`` chose wins over the sweep's ``cache_dir/jax-cache``; the
-    switch's ``off`` keeps the cache off through a sweep; only where flows could not set its
-    folder (a cache home that is a file, not a folder) does the sweep use its own."""
+    """The folder ``flows.configure()`` chose wins over the sweep's ``cache_dir/jax-cache``; the
+    switch's ``off`` keeps the cache off through a sweep; only where no folder was chosen (a
+    cache home that is a file, not a folder, or flows not configured) does the sweep use its
+    own."""
     env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     if case == "off":
         env["SAMFLOWS_COMPILATION_CACHE"] = "off"
     if case == "unwritable home":
         (tmp_path / "xdg").write_text("a file where the cache home should be")
-    out = child(env, SWEEP_CHILD, str(tmp_path / "sweeps"))
+    bare = "bare" if case == "not configured" else "configured"
+    out = child(env, SWEEP_CHILD, str(tmp_path / "sweeps"), bare)
     assert out["y"] == [2.0, 4.0]
+    own = str(tmp_path / "sweeps" / "jax-cache")
     expected = {
         "default": str(tmp_path / "xdg" / "samflows" / "jax"),
         "off": None,
-        "unwritable home": str(tmp_path / "sweeps" / "jax-cache"),
+        "unwritable home": own,
+        "not configured": own,
     }[case]
     assert out["dir"] == expected
-    assert (tmp_path / "sweeps" / "jax-cache").exists() == (case == "unwritable home")
+    assert (tmp_path / "sweeps" / "jax-cache").exists() == (expected == own)
+    assert not (tmp_path / "xdg" / "samflows").exists() or case == "default"
 
 
 def test_the_compilation_cache_is_configured_in_one_place():
@@ -219,6 +229,97 @@ def test_x64_is_on():
     assert flows.balanced_init(0.5, 2, 2).dtype == jnp.float64
 
 
+# A fresh process: every global setting flows could touch, before ``import flows``, after it
+# (and after importing analysis and figures), after ``flows.configure()`` and after a second
+# call. JAX's list of monitoring listeners is read from its internals: no public API lists it.
+PURE_CHILD = textwrap.dedent(
+    """
+    import json, logging, os
+    from equinox import _errors
+    import jax
+    from jax._src import monitoring
+
+    def state():
+        return {"environ": dict(os.environ),
+                "cache_dir": jax.config.jax_compilation_cache_dir,
+                "min_secs": jax.config.jax_persistent_cache_min_compile_time_secs,
+                "cache_on": jax.config.jax_enable_compilation_cache,
+                "x64": jax.config.jax_enable_x64,
+                "eqx": _errors.EQX_ON_ERROR,
+                "listeners": len(monitoring.get_event_duration_listeners()),
+                "log_filters": len(logging.getLogger("jax._src.callback").filters)}
+
+    states = [state()]
+    import flows, analysis, figures
+    from flows._jax_internals import backend_started
+    states.append(state())
+    started = backend_started()
+    flows.configure()
+    states.append(state())
+    flows.configure()
+    states.append(state())
+    print(json.dumps({"states": states, "started": started,
+                      "configuration": flows._config.configuration()}))
+    """
+)
+
+
+def test_import_changes_only_x64_and_configure_sets_what_it_documents(tmp_path):
+    sentinel = "--xla_backend_optimization_level=0"  # a real flag: XLA aborts on unknown ones
+    env = {"XLA_FLAGS": sentinel, "XDG_CACHE_HOME": str(tmp_path), "EQX_ON_ERROR": None,
+           "SAMFLOWS_XLA_FAST_COMPILE": None}  # fmt: skip
+    out = child(env, PURE_CHILD)
+    before, imported, configured, again = out["states"]
+    assert before["environ"]["XLA_FLAGS"] == sentinel and not before["x64"]
+    # import: x64 on, and nothing else changed; XLA not started (configure can still set flags)
+    assert imported == {**before, "x64": True}
+    assert out["started"] is False
+    # configure(): as documented
+    names = set(before["environ"]) | set(configured["environ"])
+    assert {k for k in names if before["environ"].get(k) != configured["environ"].get(k)} <= {
+        "XLA_FLAGS"
+    }
+    assert configured["environ"]["XLA_FLAGS"] == _config.fast_compile_flags(
+        sentinel, metadata.version("jaxlib")
+    )
+    assert configured["cache_dir"] == str(tmp_path / "samflows" / "jax")
+    assert configured["min_secs"] == 0.3 and configured["cache_on"]
+    assert configured["listeners"] == before["listeners"] + 1  # the compilation counter
+    assert configured["eqx"] == "raise"  # switched only while a solver is traced
+    assert configured["log_filters"] == before["log_filters"]
+    assert again == configured  # a second call changes nothing
+    assert out["configuration"] == dict.fromkeys(_config._PARTS, True)
+
+
+def test_configure_after_xla_started_warns_and_leaves_xla_flags(monkeypatch):
+    """XLA has started in the test process: the flags could no longer take effect, so they are
+    not set and a warning says so, once; the other settings are still applied."""
+    monkeypatch.setattr(_config, "_APPLIED", {})  # as if flows.configure() had not been called
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    monkeypatch.setattr(_config, "fast_compile_flags", lambda flags, *_: f"{flags} --xla_new")
+    jnp.zeros(1).block_until_ready()
+    with pytest.warns(RuntimeWarning, match="XLA has already started.*xla_flags=False"):
+        flows.configure(compilation_cache=False, release_when_crowded=False)
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=0"
+    # recorded as not in effect: a sweep's workers then compute as this process does
+    assert _config._APPLIED == {"xla_flags": False, "cacheable_checks": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        flows.configure(compilation_cache=False, release_when_crowded=False)  # applied: silent
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [({"xla_flags": 1}, "xla_flags"), ({"compilation_cache": 3}, "compilation_cache"),
+     ({"compilation_cache": ""}, "compilation_cache"),
+     ({"release_when_crowded": None}, "release_when_crowded"),
+     ({"cacheable_checks": "yes"}, "cacheable_checks")],
+)  # fmt: skip
+def test_configure_refuses_keywords_of_the_wrong_type(kwargs, name):
+    with pytest.raises(ValueError, match=f"`{name}` must be"):
+        flows.configure(**kwargs)
+
+
 # A fresh process compiles three solver configurations, then asks for the release with a
 # fraction below what it maps: the compiled code must be unmapped (the region count,
 # read by the child itself from /proc, falls by hundreds per configuration), the solver
@@ -227,6 +328,7 @@ RELEASE_CHILD = textwrap.dedent(
     """
     import json, jax, flows
     from flows import _config
+    flows.configure(compilation_cache=False)
     def regions():
         return sum(1 for _ in open("/proc/self/maps", "rb"))
     data = flows.single_example([1.0, 2.0, 3.0])

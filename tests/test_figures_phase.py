@@ -269,6 +269,10 @@ BAD = {
         ["--method", "l2sam", "--alpha", "0.1:1:4", "--rho", "1:2:0"],
         ["--rho", "empty"],
     ),
+    "range of logarithms": (
+        ["--method", "l2sam", "--alpha", "-1:3:32", "--rho", "0.1:1:3"],
+        ["--alpha", "'-1:3:32'", "not their logarithms"],
+    ),
     "malformed range": (
         ["--method", "l2sam", "--alpha", "0.1:1", "--rho", "0.1:1:3"],
         ["--alpha", "START:STOP:COUNT"],

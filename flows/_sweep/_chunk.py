@@ -13,7 +13,9 @@ stderr and the full message in the manifest. A tracing or compilation error, or
 an output name the sweep reserves, is a mistake in ``fn``: it is raised, never
 counted as a point failure.
 
-The compilation cache of ``compile_cache_dir`` is set, as everywhere in samflows, by
+A process that computes chunks first applies the settings of :func:`flows.configure` that
+the sweeping process applied (:func:`flows._config.configuration`), then the compilation
+cache of ``compile_cache_dir``, set, as everywhere in samflows, by
 :func:`flows._config.enable_compilation_cache` (a folder already configured wins).
 """
 
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
-from .._config import enable_compilation_cache, on_release
+from .._config import configuration, configure, enable_compilation_cache, on_release
 from ._grid import fill_failed, pad_chunk
 from ._store import save_chunk
 
@@ -106,19 +108,26 @@ class _QuietCallbacks(logging.Filter):
 
 
 _QUIET = _QuietCallbacks()
-logging.getLogger("jax._src.callback").addFilter(_QUIET)
+_CALLBACK_LOGGER = "jax._src.callback"
 
 
 @contextlib.contextmanager
 def quiet_callback_errors():
-    """Within this block (in any thread), JAX's callback-failure tracebacks are not logged."""
+    """Within this block (in any thread), JAX's callback-failure tracebacks are not logged.
+
+    The filter is on JAX's logger only while some thread is inside such a block.
+    """
     with _QUIET.lock:
+        if _QUIET.active == 0:
+            logging.getLogger(_CALLBACK_LOGGER).addFilter(_QUIET)
         _QUIET.active += 1
     try:
         yield
     finally:
         with _QUIET.lock:
             _QUIET.active -= 1
+            if _QUIET.active == 0:
+                logging.getLogger(_CALLBACK_LOGGER).removeFilter(_QUIET)
 
 
 def flatten_out(out) -> dict:
@@ -194,7 +203,9 @@ class ChunkFn:
     """The per-point function with what a process needs to compile and run its chunks.
 
     Shipped once to each process (a Dask worker receives it as one scattered
-    object); ``fn_id`` identifies the compiled chunk functions it may reuse.
+    object); ``fn_id`` identifies the compiled chunk functions it may reuse. It carries
+    the :func:`flows.configure` settings of the process that made it, which a worker
+    applies before it compiles.
     """
 
     def __init__(self, fn, statics, combos, uses_key, seed, fn_id, devices, compile_cache_dir):
@@ -206,12 +217,14 @@ class ChunkFn:
         self.fn_id = fn_id
         self.device_list = None if devices is None else list(devices)
         self.compile_cache_dir = compile_cache_dir
+        self.configuration = configuration()
 
     def devices(self) -> list:
         return default_devices() if self.device_list is None else self.device_list
 
     def runner(self, ci: int) -> _Runner:
         """The compiled chunk function of static combination ``ci`` in this process."""
+        configure(**self.configuration)  # in the sweeping process: already applied, no-op
         enable_compilation_cache(self.compile_cache_dir)
         # Keyed by the static values, not by their index ci: two sweeps of one function with
         # different single static values both have ci = 0 (the second got the first's results).

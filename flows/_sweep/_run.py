@@ -110,7 +110,7 @@ def sweep(
         progress: show a progress bar over chunks (tqdm, on stderr).
         compile_cache: with a ``cache_dir``, in each process that computes chunks,
             enable JAX's persistent compilation cache in ``cache_dir/jax-cache``
-            unless a cache folder is already configured there (``import flows``
+            unless a cache folder is already configured there (:func:`flows.configure`
             configures its own, ``~/.cache/samflows/jax`` or
             ``$SAMFLOWS_COMPILATION_CACHE``, which wins) or that variable turns the
             cache off; so a second process reuses the compiled chunk function. JAX caches no

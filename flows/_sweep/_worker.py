@@ -12,16 +12,8 @@ import os
 
 from distributed import WorkerPlugin
 
+from .._jax_internals import backend_started
 from ._executors import worker_env
-
-
-def _backend_started() -> bool:
-    try:
-        from jax._src import xla_bridge
-
-        return bool(xla_bridge.backends_are_initialized())
-    except (ImportError, AttributeError):  # cannot tell: leave the worker as it is
-        return True
 
 
 class OneXlaThread(WorkerPlugin):
@@ -31,5 +23,5 @@ class OneXlaThread(WorkerPlugin):
 
     def setup(self, worker):
         del worker
-        if not _backend_started():
+        if backend_started() is False:  # None (cannot tell): leave the worker as it is
             os.environ.update(worker_env())

@@ -1,0 +1,22 @@
+"""The figures' names and one-line summaries, in the order they are made.
+
+Kept apart from the figure modules (which load JAX and matplotlib) so that
+``python -m figures --help`` lists them at once; each figure's ``FigureSpec`` takes its
+summary from here, and :data:`figures.FIGURES` its order.
+"""
+
+SUMMARIES: dict[str, str] = {
+    "regime_map": "ℓ2-SAM regimes against depth L = 2..8 over α/ρ, with k_c, k_direct and the "
+    "(ρ, α) rays",
+    "minor_first": "α against rescaled time τ coloured by j†(τ) at ρ = 1, L = 2, every switch "
+    "marked",
+    "trajectories": "β_j/‖β‖ of ℓ2-SAM (L = 2) for α → α_c, the loss against GD's, plateau and "
+    "switch times",
+    "linf_limits": "ℓ∞-SAM limit over (α1, α2) at L = 3, 4 with the tie curve of claim C2",
+    "discrete": "iterates over the flow (ℓ2-SAM; ℓ∞-SAM with sliding), error against η, fitted "
+    "slopes",
+    "depth": "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per "
+    "depth",
+    "lesam": "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
+    "Hessian trace / top eigenvalue against the loss (GD, ℓ2-SAM, LE-SAM)",
+}
