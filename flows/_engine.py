@@ -611,6 +611,37 @@ def _root(solver, t0, t1, y0, y1, K, w, ns, tmp, values, X, Y, loss, L, d, norm0
     return np.nan
 
 
+@_inline
+def _stage(out, y, K, a, s, M):
+    """out = y + Σ_{r<s} a_r K_r on the flat blocks, summed left to right, in one loop."""
+    if s == 1:
+        a0 = a[0]
+        for k in range(M):
+            out[k] = y[k] + a0 * K[0, k]
+    elif s == 2:
+        a0, a1 = a[0], a[1]
+        for k in range(M):
+            out[k] = (y[k] + a0 * K[0, k]) + a1 * K[1, k]
+    elif s == 3:
+        a0, a1, a2 = a[0], a[1], a[2]
+        for k in range(M):
+            out[k] = ((y[k] + a0 * K[0, k]) + a1 * K[1, k]) + a2 * K[2, k]
+    elif s == 4:
+        a0, a1, a2, a3 = a[0], a[1], a[2], a[3]
+        for k in range(M):
+            out[k] = (((y[k] + a0 * K[0, k]) + a1 * K[1, k]) + a2 * K[2, k]) + a3 * K[3, k]
+    elif s == 5:
+        a0, a1, a2, a3, a4 = a[0], a[1], a[2], a[3], a[4]
+        for k in range(M):
+            out[k] = ((((y[k] + a0 * K[0, k]) + a1 * K[1, k]) + a2 * K[2, k])
+                      + a3 * K[3, k]) + a4 * K[4, k]  # fmt: skip
+    else:
+        a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
+        for k in range(M):
+            out[k] = (((((y[k] + a0 * K[0, k]) + a1 * K[1, k]) + a2 * K[2, k])
+                       + a3 * K[3, k]) + a4 * K[4, k]) + a5 * K[5, k]  # fmt: skip
+
+
 # --- the loop -------------------------------------------------------------------------------
 
 
@@ -651,11 +682,10 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
     values = np.zeros(4)
     hb = np.zeros((ns, W))
     going = np.zeros(W)
-    eb = np.zeros((ns, W))
     nw = y.shape[1]  # run-time lane count: LLVM vectorises the lane loops
     M = ns * nw
     yf, yif, ff, fsf = y.reshape(M), yi.reshape(M), f.reshape(M), fs.reshape(M)
-    hbf, ef = hb.reshape(M), eb.reshape(M)
+    hbf = hb.reshape(M)
     Kf = K.reshape((7, M))
     K0 = Kf[0]
     floor = t1
@@ -725,27 +755,12 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
         for k in range(M):
             K0[k] = hbf[k] * ff[k]
         for s in range(1, 7):
-            for k in range(M):
-                yif[k] = yf[k]
-            for r in range(s):
-                a = A[s, r]
-                if a != 0.0:
-                    Kr = Kf[r]
-                    for k in range(M):
-                        yif[k] = yif[k] + a * Kr[k]
+            _stage(yif, yf, Kf, A[s], s, M)
             _field(yi, fs, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, Mg)
             Ks = Kf[s]
             for k in range(M):
                 Ks[k] = hbf[k] * fsf[k]
         # y1 = yi (the last stage's point); the error estimate's scaled RMS norm
-        for k in range(M):
-            ef[k] = 0.0
-        for r in range(7):
-            b = E[r]
-            if b != 0.0:
-                Kr = Kf[r]
-                for k in range(M):
-                    ef[k] = ef[k] + b * Kr[k]
         for w in range(W):
             nan_y1[w] = 0.0
             bad[w] = 0.0
@@ -753,9 +768,12 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
         for i in range(ns):
             for w in range(nw):
                 nan_y1[w] = 1.0 if yi[i, w] != yi[i, w] else nan_y1[w]
+        e0, e1, e2, e3, e4, e5, e6 = E[0], E[1], E[2], E[3], E[4], E[5], E[6]
         for i in range(ns):
             for w in range(nw):
-                e = eb[i, w]
+                e = ((((((e0 * K[0, i, w] + e1 * K[1, i, w]) + e2 * K[2, i, w])
+                        + e3 * K[3, i, w]) + e4 * K[4, i, w]) + e5 * K[5, i, w])
+                     + e6 * K[6, i, w])  # fmt: skip
                 e = np.inf if e != e else e
                 bad[w] = 1.0 if abs(e) == np.inf else bad[w]
                 cand = y[i, w] if nan_y1[w] != 0.0 else yi[i, w]
