@@ -13,7 +13,7 @@ from flows._validate import as_array
 
 from ._certify import perturbation_bound
 from ._problem import check_count, check_depth, check_method, check_mu
-from ._regime import REGIMES
+from ._regime import ATOL_REL, REGIMES
 from ._run import run, run_options
 
 #: The parameters a phase diagram can sweep, and the method fields they set.
@@ -47,12 +47,15 @@ def _whole(x):
     return x
 
 
-def describe(method) -> str:
-    """A readable, reproducible description of a method: its type and field values."""
+def describe(method, swept=()) -> str:
+    """A readable, reproducible description of a method: its type and field values, the
+    fields named in ``swept`` (the axes of a diagram) written as ``swept``."""
     parts = []
     for name in (f.name for f in dataclasses.fields(method)):  # not the class variables
         value = getattr(method, name)
-        if callable(value):
+        if name in swept:
+            value = "swept"
+        elif callable(value):
             value = f"<schedule {getattr(value, '__name__', type(value).__name__)}>"
         elif hasattr(value, "shape"):
             value = float(value)
@@ -221,7 +224,7 @@ def phase_diagram(
         variables[key] = (dims + (["switch"] if key == "times" else []), arr)
     attrs = dict(
         regimes=" ".join(REGIMES),
-        method=describe(method),
+        method=describe(method, swept=axes),
         mu=mu,
         loss=loss,
         fixed=", ".join(f"{k}={v:g}" for k, v in fixed.items())
@@ -229,7 +232,7 @@ def phase_diagram(
         collapse_tol=collapse_tol,
         escape_tol="default" if escape_tol is None else escape_tol,
         rtol=rtol,
-        atol="relative 1e-30 max|θ₀|" if atol is None else atol,
+        atol=f"relative {ATOL_REL:g} max|θ₀|" if atol is None else atol,
         max_steps=max_steps,
         max_passes=max_passes,
         n_grid=n_grid,

@@ -46,6 +46,9 @@ def test_phase_diagram_over_rho_follows_the_bounds_at_alpha_over_rho():
     rhos = np.array([1 / (0.9 * 1 / (np.sqrt(2) * n)), 1 / (1.1 * 9 / (np.sqrt(2) * n))])
     ds = analysis.phase_diagram(flows.L2SAM(1.0), MU, alpha=1.0, rho=rhos, progress=False)
     assert [analysis.REGIMES[c] for c in ds["code"].values] == ["collapse", "direct"]
+    # the swept radius is not the template's ρ = 1; the default atol is the one runs use
+    assert ds.attrs["method"] == "L2SAM(rho=swept, per_layer=False)"
+    assert ds.attrs["atol"] == "relative 1e-150 max|θ₀|"
 
 
 def test_phase_diagram_of_the_scale_twins_is_the_same_cell_by_cell():

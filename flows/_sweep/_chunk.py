@@ -342,3 +342,14 @@ def choose_chunk_size(chunk_fn: ChunkFn, point0, n_points, chunk_size, max_chunk
     run.compile(*pad_chunk(point0, index0, chunk_size))
     where = {"backend": jax.default_backend(), "devices": [str(d) for d in devices]}
     return chunk_size, where
+
+
+ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+
+
+def worker_env() -> dict:
+    """Environment of a sweep worker process: one XLA thread, one OpenMP/BLAS thread."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "intra_op_parallelism_threads" not in flags:
+        flags = f"{flags} {ONE_THREAD_XLA_FLAGS}".strip()
+    return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}

@@ -29,21 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, usable_cores
+from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, usable_cores, worker_env
 from ._key import code_version, package_versions
 from ._store import writable
 
 # XLA's CPU backend: no Eigen thread pool, one intra-op thread (one core per worker).
-ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 EXECUTORS = ("None", "'threads'", "'dask'", "a dask.distributed.Client")
-
-
-def worker_env() -> dict:
-    """Environment of a sweep worker process: one XLA thread, one OpenMP/BLAS thread."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "intra_op_parallelism_threads" not in flags:
-        flags = f"{flags} {ONE_THREAD_XLA_FLAGS}".strip()
-    return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def _is_client(obj) -> bool:

@@ -13,7 +13,7 @@ import os
 from distributed import WorkerPlugin
 
 from .._jax_internals import backend_started
-from ._executors import worker_env
+from ._chunk import worker_env
 
 
 class OneXlaThread(WorkerPlugin):
