@@ -50,12 +50,12 @@ def main(argv=None) -> int:
     if args.command == "depth":
         from ._depth import depth_table, format_markdown
 
-        print(format_markdown(depth_table()))
+        print(format_markdown(depth_table(progress=True)))
         return 0
     from . import _check
 
     start = time.perf_counter()
-    rows = _check.run_checks(quick=args.quick)
+    rows = _check.run_checks(quick=args.quick, progress=True)
     elapsed = time.perf_counter() - start
     print(_check.format_table(rows))
     counts = {k: sum(r.result == k for r in rows) for k in ("PASS", "FAIL")}

@@ -9,6 +9,8 @@ measurement says why, never a silent skip.
 """
 
 import dataclasses
+import sys
+import time
 
 import jax.numpy as jnp
 import numpy as np
@@ -790,9 +792,20 @@ def check_depth(quick=False):
 CHECKS = (check_c1, check_c2, check_c3, check_c4, check_depth)
 
 
-def run_checks(quick: bool = False) -> list:
-    """Run C1–C4 (``quick``: looser tolerances and fewer points) and return the rows."""
-    return [row for check in CHECKS for row in check(quick)]
+def run_checks(quick: bool = False, progress: bool = False) -> list:
+    """Run C1–C4 (``quick``: looser tolerances and fewer points) and return the rows;
+    ``progress``: one line on stderr as each check starts and ends."""
+    rows = []
+    for i, check in enumerate(CHECKS, 1):
+        name = check.__name__.removeprefix("check_")
+        start = time.perf_counter()
+        if progress:
+            print(f"[{i}/{len(CHECKS)}] {name} ...", file=sys.stderr, flush=True)
+        rows += check(quick)
+        if progress:
+            print(f"[{i}/{len(CHECKS)}] {name}: done in {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    return rows
 
 
 def format_table(rows) -> str:

@@ -9,6 +9,7 @@ figures) of :func:`analysis.regime_path` just above :math:`\alpha_c` and at :mat
 """
 
 import math
+import sys
 
 import flows
 
@@ -21,11 +22,16 @@ def _path(method, mu, alpha, depth) -> str:
     return f"{' → '.join(str(j + 1) for j in p.sequence)} ({p.regime})"
 
 
-def depth_table(mu=(1.0, 2.0, 3.0, 4.0, 5.0), depths=range(2, 9), rho: float = 1.0) -> list:
-    r"""One dict per depth: ``depth``, ``k_c``, ``k_direct``, ``near``, ``far`` (see module)."""
+def depth_table(
+    mu=(1.0, 2.0, 3.0, 4.0, 5.0), depths=range(2, 9), rho: float = 1.0, progress: bool = False
+) -> list:
+    r"""One dict per depth: ``depth``, ``k_c``, ``k_direct``, ``near``, ``far`` (see module);
+    ``progress``: one line on stderr per depth as it starts."""
     method = flows.L2SAM(rho)
     rows = []
     for depth in depths:
+        if progress:
+            print(f"L = {depth} ...", file=sys.stderr, flush=True)
         a_c = critical_alpha(method, mu, depth, rtol=1e-8)
         a_d = direct_alpha(method, mu, depth, rtol=1e-8)
         if math.isnan(a_c):

@@ -63,9 +63,21 @@ def test_check_quick_flag_reaches_the_checks(monkeypatch, tmp_path):
     tolerances: the test above runs them tighter)."""
     seen = []
     row = _check.Row("C0", "s", "p", "m", "t", "PASS")
-    monkeypatch.setattr(_check, "run_checks", lambda quick=False: seen.append(quick) or [row])
+    monkeypatch.setattr(
+        _check, "run_checks", lambda quick=False, progress=False: seen.append(quick) or [row]
+    )
     status, report, stdout = _main("--quick", tmp=tmp_path)
     assert (status, seen, report["quick"], len(stdout.strip().splitlines())) == (0, [True], True, 3)
+
+
+def test_check_reports_progress_on_stderr(monkeypatch, capsys):
+    """Each check's start and end is a line on stderr (stdout keeps the table alone)."""
+    calls = []
+    monkeypatch.setattr(_check, "CHECKS", (lambda q: calls.append(q) or [], lambda q: []))
+    assert _check.run_checks(quick=True, progress=True) == [] and calls == [True]
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" ", 1)[0] for line in err] == ["[1/2]", "[1/2]", "[2/2]", "[2/2]"]
+    assert err[1].endswith("s") and "done in" in err[1]
 
 
 # --- every row builder gives FAIL on a wrong prediction (after ``full``: compiled) ----------
