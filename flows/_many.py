@@ -14,10 +14,6 @@ from ._solve import check_problem, check_ts
 from ._trajectory import Trajectory
 from ._validate import as_array, check_int, check_scalar
 
-#: The numba engine's parameter constraints: name -> (positive, nonnegative).
-_SIGNS = {"rho": (False, True), "delta": (True, False), "sigma": (False, True),
-          "rho_max": (False, True), "eps": (True, False)}  # fmt: skip
-
 
 def engine_supports(method: AbstractMethod) -> bool:
     """True when the numba engine integrates ``method``: a rule of :mod:`flows._rules` with
@@ -130,7 +126,8 @@ def _check_params(method, params, n):
                 f"{names}; got {name!r}."
             )
         arr = np.atleast_1d(np.asarray(as_array(f"params[{name!r}]", value), np.float64))
-        positive, nonnegative = _SIGNS[name]
+        positive = _rules.SIGNS[name] == "positive"
+        nonnegative = _rules.SIGNS[name] == "nonnegative"
         if arr.ndim != 1 or (arr.shape[0] not in (1, n) and n != 1):
             raise ValueError(
                 f"`params[{name!r}]` must be a number or an array of shape (N,) = ({n},); "

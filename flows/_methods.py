@@ -24,6 +24,11 @@ from . import _rules
 from ._validate import WrongTypeError, check_scalar, check_type
 
 
+def _param(name, value):
+    """``value`` checked as the rule parameter ``name`` (its sign: :data:`flows._rules.SIGNS`)."""
+    return check_scalar(name, value, **{_rules.SIGNS[name]: True})
+
+
 def _unit(g, axis=None):
     """``(g / ‖g‖₂, ‖g‖₂)`` over ``axis``, the direction defined as 0 where ``g = 0``.
 
@@ -124,7 +129,7 @@ class L2SAM(AbstractMethod):
     per_layer: bool = eqx.field(static=True, default=False)
 
     def __init__(self, rho, per_layer: bool = False):
-        self.rho = check_scalar("rho", rho, nonnegative=True)
+        self.rho = _param("rho", rho)
         if not isinstance(per_layer, bool):
             raise WrongTypeError(f"`per_layer` must be True or False; got {per_layer!r}.")
         self.per_layer = per_layer
@@ -170,14 +175,16 @@ class LinfSAM(AbstractMethod):
     delta: jax.Array | None
 
     def __init__(self, rho, delta=None):
-        self.rho = check_scalar("rho", rho, nonnegative=True)
-        self.delta = None if delta is None else check_scalar("delta", delta, positive=True)
+        self.rho = _param("rho", rho)
+        self.delta = None if delta is None else _param("delta", delta)
 
     def control(self, grad):
-        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)`."""
+        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)` (the smoothed
+        rule of :mod:`flows._rules` at :math:`\rho=1`)."""
         if self.delta is None:
             return jnp.sign(grad)
-        return jnp.tanh(grad / self.delta)
+        return _rules.jax_epsilon(_rules.LINF_SMOOTH, grad, grad, 1.0, 1.0, 1.0, self.delta,
+                                  0.0, 0.0, 0.0)  # fmt: skip
 
     def perturbation_from_control(self, u):
         r""":math:`\varepsilon=\rho\,u` for a control :math:`u\in[-1,1]^{L\times d}`."""
@@ -230,14 +237,14 @@ class LESAM(AbstractMethod):
             self.sigma = sigma
         else:
             try:
-                self.sigma = check_scalar("sigma", sigma, nonnegative=True)
+                self.sigma = _param("sigma", sigma)
             except WrongTypeError:
                 raise WrongTypeError(
                     "`sigma` must be a finite real number >= 0 or a schedule sigma(t) "
                     f"(a callable); got {sigma!r}."
                 ) from None
-        self.rho_max = check_scalar("rho_max", rho_max, nonnegative=True)
-        self.eps = check_scalar("eps", eps, positive=True)
+        self.rho_max = _param("rho_max", rho_max)
+        self.eps = _param("eps", eps)
 
     @property
     def time_dependent(self) -> bool:

@@ -32,6 +32,9 @@ import numpy as xp
 GD, L2, LINF_SMOOTH, LE = 0, 1, 2, 3
 #: The order of a rule's parameters in the engine's parameter rows.
 PARAMS = ("rho", "delta", "sigma", "rho_max", "eps")
+#: The sign each parameter must have: the keyword of :func:`flows._validate.check_scalar`.
+SIGNS = {"rho": "nonnegative", "delta": "positive", "sigma": "nonnegative",
+         "rho_max": "nonnegative", "eps": "positive"}  # fmt: skip
 
 
 def epsilon(kind, g, u, norm, grad_scale, rho, delta, sigma, rho_max, eps):
