@@ -44,7 +44,7 @@ def loss_derivative(loss: str, z):
 
 # log(-ℓ'(z)), finite where ℓ'(z) underflows (margins beyond ~745): the rescaled
 # flow's clock dt/dτ = 1/(-ℓ'(m̂)) needs it at any margin. Checked against
-# log(-loss_derivative) in tests/test_core_rescaled.py.
+# log(-loss_derivative) in tests/test_solve_rescaled.py.
 _LOG_SPEEDS = {
     "logistic": lambda z: -jnp.logaddexp(0.0, z),  # log(1 / (1 + e^z))
     "exponential": lambda z: -z,

@@ -24,10 +24,10 @@ from pathlib import Path
 os.environ["SAMFLOWS_COMPILATION_CACHE"] = "off"
 # XLA's LLVM back end at optimisation level 0 in the test processes and the processes they
 # start: the suite is mostly compilation (backend compile 319 s -> 225 s for
-# tests/test_linf.py). The level changes how fast the code runs, not what it computes (no
-# fast-math either way); benchmarks/ and users run at XLA's default. flows.configure() below
-# adds XLA:CPU's classic emitters (flows._config.fast_compile_flags), for the tests as for the
-# command lines.
+# tests/test_linf.py, since split into test_filippov.py and others). The level changes how
+# fast the code runs, not what it computes (no fast-math either way); benchmarks/ and users
+# run at XLA's default. flows.configure() below adds XLA:CPU's classic emitters
+# (flows._config.fast_compile_flags), for the tests as for the command lines.
 _FLAGS = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in _FLAGS:
     os.environ["XLA_FLAGS"] = f"{_FLAGS} --xla_backend_optimization_level=0".strip()

@@ -313,10 +313,9 @@ def test_reserved_output_name_is_raised_from_the_workers(client, tmp_path):
     check_reserved_name_is_raised_before_any_chunk(tmp_path, executor=client)
 
 
-def test_readme_cluster_example_runs_as_written(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Running on a cluster", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_documented_cluster_example_runs_as_written(tmp_path):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cluster.md").read_text()
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
     (tmp_path / "cluster_sweep.py").write_text(code)
     root = str(Path(flows.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
