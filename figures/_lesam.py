@@ -197,7 +197,7 @@ def _draw_regimes(ax, data):
         xlim=(data["sigma"][0], data["sigma"][-1]),
         ylim=(data["alpha"][0], data["alpha"][-1]),
         xlabel=r"LE-SAM loss budget $\sigma$",
-        ylabel=r"start scale $\alpha$ ($L=2$)",
+        ylabel=r"initialisation scale $\alpha$ ($L=2$)",
     )
     plain_log_ticks(ax)
     rho = float(data["rho_max"])

@@ -190,6 +190,8 @@ def draw_trajectories(data: dict):
                 ha="center", va="bottom", fontsize=SMALL_SIZE,
             )  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel=r"$\alpha/\alpha_c-1$", ylabel=r"$\tau$")
+    # room below the curves for the legend: a decade under the lowest point
+    ax.set_ylim(bottom=0.1 * np.nanmin([*data["tau_low"], *data["tau_last"]]))
     ax.set_title("leaving the plateau,\nreaching the major", pad=10)
     ax.legend(loc="lower left", borderaxespad=0.2, handlelength=1.8)
     panel_labels(flat, y=1.2)
