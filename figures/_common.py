@@ -1,9 +1,10 @@
-"""Shared pieces of the figures: the run context, the style, saving, and the figure-data store.
+"""Shared pieces of the figures: the run context, the regime classes, and the figure-data store.
 
 Every figure is computed by :mod:`flows` (``flows.solve``, ``flows.iterate``,
 ``flows.sweep``) and :mod:`analysis`; this package only arranges the results and
-draws them. A figure's data (the arrays it draws) are saved beside the sweep
-caches, so ``python -m figures --redraw`` draws again without solving anything.
+draws them, in the visual language of :mod:`figures._style`. A figure's data (the arrays it
+draws) are saved beside the sweep caches, so ``python -m figures --redraw`` draws again
+without solving anything.
 """
 
 from __future__ import annotations
@@ -14,34 +15,20 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.colors import BoundaryNorm, ListedColormap
-from matplotlib.figure import Figure
 
 import analysis
 from flows._sweep._store import _READ_ERRORS, _read_npz, _save_json, _save_npz, _sha256
 
-# Okabe & Ito (2008), the colour-blind-safe qualitative palette.
-OKABE_ITO = {
-    "black": "#000000",
-    "orange": "#E69F00",
-    "sky": "#56B4E9",
-    "green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "purple": "#CC79A7",
-}
-GREY = "#BBBBBB"
-METHOD_COLORS = {
-    "GD": OKABE_ITO["black"],
-    "ℓ2-SAM": OKABE_ITO["blue"],
-    "ℓ∞-SAM": OKABE_ITO["vermillion"],
-}
+from ._style import class_cmap, draw_classes, fill_handle, regime_colors
 
-# Regime classes drawn by the maps: the codes of analysis.REGIMES (one definition).
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# Regime classes drawn by the maps: the codes of analysis.REGIMES (one definition); their
+# fills are figures._style.REGIME_FILLS.
 COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = (
     analysis.REGIMES.index(name)
     for name in ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
@@ -54,59 +41,27 @@ REGIME_NAMES = (
     "stalled",
     "undetermined",
 )
-REGIME_COLORS = (
-    GREY,
-    OKABE_ITO["orange"],
-    OKABE_ITO["blue"],
-    OKABE_ITO["purple"],
-    OKABE_ITO["sky"],
-    "#FFFFFF",
-)
-
-# Printed sizes (inches): a paper's text width and one column of it.
-FULL_WIDTH = 5.5
-COLUMN_WIDTH = 2.7
-
-STYLE = {
-    "font.size": 8,
-    "axes.titlesize": 8,
-    "axes.labelsize": 8,
-    "figure.titlesize": 8.5,
-    "legend.fontsize": 7,
-    "legend.frameon": False,
-    "xtick.labelsize": 7,
-    "ytick.labelsize": 7,
-    "axes.linewidth": 0.6,
-    "lines.linewidth": 1.1,
-    "lines.markersize": 3.5,
-    "xtick.major.width": 0.6,
-    "ytick.major.width": 0.6,
-    "xtick.major.size": 2.5,
-    "ytick.major.size": 2.5,
-    "xtick.minor.size": 1.5,
-    "ytick.minor.size": 1.5,
-    "figure.dpi": 100,
-    "savefig.dpi": 200,
-    "savefig.bbox": "tight",
-    "pdf.fonttype": 42,  # embed TrueType: text stays text in the PDF
-    "image.cmap": "viridis",
-}
+REGIME_COLORS = regime_colors(analysis.REGIMES)
 
 
 def regime_cmap():
     """Discrete colour map and norm for the regime codes of analysis.REGIMES."""
-    n = len(REGIME_COLORS)
-    return ListedColormap(REGIME_COLORS), BoundaryNorm(np.arange(-0.5, n + 0.5), n)
+    return class_cmap(REGIME_COLORS)
 
 
-def index_cmap(d: int):
-    """Discrete colour map for j† in 0..d-1 (viridis: minor dark, major light).
+def regime_handles(present):
+    """Legend entries of the regime codes in ``present``, in the order of analysis.REGIMES."""
+    return [
+        fill_handle(REGIME_COLORS[k], REGIME_NAMES[k])
+        for k in range(len(REGIME_NAMES))
+        if k in present
+    ]
 
-    Values -2 (collapsed) and -1 (run stopped / not reached) get grey and white.
-    """
-    viridis = matplotlib.colormaps["viridis"]
-    colors = [GREY, "#FFFFFF"] + [viridis(k / max(d - 1, 1)) for k in range(d)]
-    return ListedColormap(colors), BoundaryNorm(np.arange(-2.5, d + 0.5), d + 2)
+
+def draw_regimes(ax, x_edges, y_edges, codes):
+    """The regime codes as filled cells, undetermined ones hatched."""
+    cmap, norm = regime_cmap()
+    return draw_classes(ax, x_edges, y_edges, codes, cmap, norm, hatched=(UNDETERMINED,))
 
 
 @dataclasses.dataclass
@@ -149,76 +104,6 @@ class FigureSpec:
     summary: str
     compute: Callable[[Context], dict]
     draw: Callable[[dict], Figure]
-
-
-def new_figure(width: float, height: float) -> Figure:
-    """A matplotlib Figure (no pyplot, no GUI backend) at its printed size, in inches.
-
-    Call it inside :func:`styled` (``make`` and the ``phase`` command draw every
-    figure there), so that axes, titles and legends made later take the style too.
-    """
-    if width > FULL_WIDTH + 1e-9:
-        raise ValueError(f"`width` must be at most the text width {FULL_WIDTH} in; got {width}.")
-    with matplotlib.rc_context(STYLE):
-        return Figure(figsize=(width, height), layout="constrained")
-
-
-def styled(draw: Callable[[dict], Figure], data: dict) -> Figure:
-    """``draw(data)`` with the package style in force for every artist it makes."""
-    with matplotlib.rc_context(STYLE):
-        return draw(data)
-
-
-def panel_labels(axes, *, x: float = -0.02, y: float = 1.02) -> None:
-    """Label panels (a), (b), ... in bold at the top left, outside the data."""
-    for k, ax in enumerate(axes):
-        ax.text(
-            x, y, f"({chr(ord('a') + k)})", transform=ax.transAxes, ha="right", va="bottom",
-            fontweight="bold", fontsize=STYLE["axes.titlesize"],
-        )  # fmt: skip
-
-
-def plain_log_ticks(ax, axis: str = "both") -> None:
-    """Log-axis tick labels as plain decimals (0.2, 1, 10) instead of 2×10⁻¹.
-
-    Keeps powers of ten above 10⁴ or below 10⁻³, where plain decimals get long.
-    """
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    def fmt(v, _pos):
-        if v <= 0 or not (1e-3 <= v < 1e4):
-            e = np.log10(v) if v > 0 else 0.0
-            return f"$10^{{{int(round(e))}}}$" if v > 0 and abs(e - round(e)) < 1e-9 else ""
-        return f"{v:g}"
-
-    for name in ("x", "y") if axis == "both" else (axis,):
-        a = getattr(ax, f"{name}axis")
-        a.set_major_formatter(FuncFormatter(fmt))
-        a.set_minor_formatter(NullFormatter())
-
-
-def cell_edges(x, log: bool = True) -> np.ndarray:
-    """Cell edges around grid values ``x`` for ``pcolormesh``: midpoints (geometric on a log axis).
-
-    >>> np.round(cell_edges([1.0, 4.0, 16.0]), 12).tolist()
-    [0.5, 2.0, 8.0, 32.0]
-    """
-    t = np.log(x) if log else np.asarray(x, dtype=float)
-    if t.ndim != 1 or t.size < 2:
-        raise ValueError(f"`x` must be a 1-D array of at least 2 values; got shape {np.shape(x)}.")
-    mid = (t[1:] + t[:-1]) / 2
-    e = np.concatenate([[2 * t[0] - mid[0]], mid, [2 * t[-1] - mid[-1]]])
-    return np.exp(e) if log else e
-
-
-def save_figure(fig: Figure, out: Path, name: str) -> list[Path]:
-    """Write ``out/name.pdf`` (vector) and ``out/name.png``; return the paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.pdf", out / f"{name}.png"]
-    with matplotlib.rc_context(STYLE):
-        for path in paths:
-            fig.savefig(path)
-    return paths
 
 
 def check_outputs(option: str, paths) -> None:

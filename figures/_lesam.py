@@ -26,22 +26,22 @@ import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import (
+from ._common import UNDETERMINED, Context, FigureSpec, regime_handles
+from ._maps import COLLAPSE_TOL, MU, _pcolor_classes, _phase
+from ._style import (
+    ALPHA_C_LINE,
+    ALPHA_DIRECT_LINE,
     FULL_WIDTH,
     METHOD_COLORS,
-    OKABE_ITO,
-    UNDETERMINED,
-    Context,
-    FigureSpec,
+    METHOD_LABELS,
+    REFERENCE,
     new_figure,
     panel_labels,
     plain_log_ticks,
 )
-from ._maps import COLLAPSE_TOL, MU, _pcolor_classes, _phase, _regime_handles
 
 SIGMA, RHO_MAX = 0.35, 0.3  # the public reference defaults
 LOSS = "logistic"
-LESAM_COLOR = OKABE_ITO["green"]
 
 # --- the regime map ------------------------------------------------------------------------
 
@@ -113,7 +113,6 @@ SHARP_METHODS = {
     "ℓ2-SAM": flows.L2SAM(RHO_MAX),
     "LE-SAM": flows.LESAM(SIGMA, RHO_MAX),
 }
-SHARP_COLORS = {"GD": METHOD_COLORS["GD"], "ℓ2-SAM": METHOD_COLORS["ℓ2-SAM"], "LE-SAM": LESAM_COLOR}
 SHARP_LABELS = {
     "GD": "GD",
     "ℓ2-SAM": rf"$\ell_2$-SAM, $\rho={RHO_MAX:g}$",
@@ -177,17 +176,21 @@ def compute_lesam(ctx: Context) -> dict:
 
 
 def _draw_regimes(ax, data):
+    """(a): the regimes over (σ, α); ℓ2-SAM(ρ_max)'s boundaries in its colour, LE-SAM's own in
+    its colour with markers; α_c solid and α_direct dashed (figures._style)."""
+    l2, le = METHOD_COLORS["ℓ2-SAM"], METHOD_COLORS["LE-SAM"]
     _pcolor_classes(ax, data["sigma"], data["alpha"], data["regime"])
     if np.isfinite(data["l2_crit"]):  # NaN in the quick version
-        ax.axhline(data["l2_crit"], color="k", ls="--", lw=0.9)
-    ax.axhline(data["l2_direct"], color="k", ls=":", lw=1.1)
-    ax.axvline(data["sigma_default"], color=OKABE_ITO["vermillion"], lw=0.9)
+        ax.axhline(data["l2_crit"], **{**ALPHA_C_LINE, "color": l2})
+    ax.axhline(data["l2_direct"], **{**ALPHA_DIRECT_LINE, "color": l2})
+    ax.axvline(data["sigma_default"], **REFERENCE)
+    marked = {"o": dict(ALPHA_C_LINE, color=le), "s": dict(ALPHA_DIRECT_LINE, color=le)}
     for s, a, marker in (
         (data["sigma_collapse"], data["alpha_collapse"], "o"),
         (data["sigma_direct"], data["alpha_direct"], "s"),
     ):
         ok = np.isfinite(s)
-        ax.plot(s[ok], a[ok], marker=marker, ls="-", lw=0.7, color="k", mfc="w", mec="k", ms=3.5)
+        ax.plot(s[ok], a[ok], marker=marker, **marked[marker], mfc="w", mec=le, ms=3.5, zorder=3)
     ax.set(
         xscale="log",
         yscale="log",
@@ -195,46 +198,42 @@ def _draw_regimes(ax, data):
         ylim=(data["alpha"][0], data["alpha"][-1]),
         xlabel=r"LE-SAM loss budget $\sigma$",
         ylabel=r"initialisation scale $\alpha$ ($L=2$)",
-        title=rf"LE-SAM regimes, $\rho_{{\max}}={float(data['rho_max']):g}$, logistic loss",
     )
     plain_log_ticks(ax)
     rho = float(data["rho_max"])
+    l2_name = rf"{METHOD_LABELS['ℓ2-SAM']}($\rho={rho:g}$)"
     drawn = [  # (shown, handle): the quick version computes no boundary searches
         (np.isfinite(data["sigma_collapse"]).any(),
-         Line2D([], [], color="k", marker="o", mfc="w", ms=3.5, lw=0.7,
-                label=r"LE-SAM $\alpha_c(\sigma)$ (boundary along $\sigma$)")),
+         Line2D([], [], marker="o", **marked["o"], mfc="w", mec=le, ms=3.5,
+                label=r"LE-SAM $\alpha_c(\sigma)$")),
         (np.isfinite(data["sigma_direct"]).any(),
-         Line2D([], [], color="k", marker="s", mfc="w", ms=3.5, lw=0.7,
-                label=r"LE-SAM $\alpha_{\rm direct}(\sigma)$ (boundary along $\sigma$)")),
+         Line2D([], [], marker="s", **marked["s"], mfc="w", mec=le, ms=3.5,
+                label=r"LE-SAM $\alpha_{\rm direct}(\sigma)$")),
         (np.isfinite(data["l2_crit"]),
-         Line2D([], [], color="k", ls="--", lw=0.9,
-                label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_c$")),
+         Line2D([], [], **{**ALPHA_C_LINE, "color": l2}, label=l2_name + r": $\alpha_c$")),
         (True,
-         Line2D([], [], color="k", ls=":", lw=1.1,
-                label=rf"$\ell_2$-SAM($\rho={rho:g}$): $\alpha_{{\rm direct}}$ (exact)")),
+         Line2D([], [], **{**ALPHA_DIRECT_LINE, "color": l2},
+                label=l2_name + r": $\alpha_{\rm direct}$")),
         (True,
-         Line2D([], [], color=OKABE_ITO["vermillion"], lw=0.9,
+         Line2D([], [], **REFERENCE,
                 label=rf"public default $\sigma={float(data['sigma_default']):g}$")),
     ]  # fmt: skip
     extra = [handle for shown, handle in drawn if shown]
-    handles = _regime_handles(set(np.unique(data["regime"]).tolist()))
-    ax.legend(
-        handles=[*handles, *extra], loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
-    )
+    handles = regime_handles(set(np.unique(data["regime"]).tolist()))
+    ax.legend(handles=[*handles, *extra], loc="upper left", bbox_to_anchor=(1.02, 1.0))
 
 
 def _draw_sharpness(ax, data):
     for name in SHARP_METHODS:
         loss = data[f"loss/{name}"]
         for key, ls in (("trace", "-"), ("top", "--")):
-            ax.plot(loss, data[f"{key}/{name}"], ls=ls, color=SHARP_COLORS[name])
+            ax.plot(loss, data[f"{key}/{name}"], ls=ls, color=METHOD_COLORS[name])
     ax.set(
         xscale="log",
         yscale="log",
         xlim=(0.5, LOSS_MIN),  # reversed: training runs left to right
         xlabel=r"training loss $\mathcal{L}(\theta)$ (logistic)",
         ylabel=r"$H=\nabla^2_\theta\mathcal{L}$ ($L=2$)",
-        title=rf"sharpness on {SHARP_N} examples, $\alpha={float(data['alpha_sharp']):g}$",
     )
     shown = np.concatenate(
         [
@@ -245,12 +244,18 @@ def _draw_sharpness(ax, data):
     )
     ax.set_ylim(0.7 * np.nanmin(shown), 1.4 * np.nanmax(shown))  # the part left of LOSS_MIN
     plain_log_ticks(ax)
-    handles = [Line2D([], [], color=SHARP_COLORS[n], label=SHARP_LABELS[n]) for n in SHARP_METHODS]
+    handles = [Line2D([], [], color=METHOD_COLORS[n], label=SHARP_LABELS[n]) for n in SHARP_METHODS]
     handles += [
         Line2D([], [], color="0.3", ls="-", label=r"trace $\mathrm{tr}\,H$"),
         Line2D([], [], color="0.3", ls="--", label=r"top eigenvalue $\lambda_{\max}(H)$"),
     ]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        title=rf"{SHARP_N} examples, $\alpha={float(data['alpha_sharp']):g}$",
+        alignment="left",
+    )
 
 
 def draw_lesam(data: dict):

@@ -26,7 +26,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 import analysis
 import flows
@@ -34,18 +33,25 @@ import flows
 from ._catalog import SUMMARIES
 from ._common import (
     COLLAPSE,
-    FULL_WIDTH,
-    REGIME_COLORS,
-    REGIME_NAMES,
     Context,
     FigureSpec,
+    draw_regimes,
+    regime_handles,
+    sweep,
+)
+from ._style import (
+    ALPHA_C_LINE,
+    ALPHA_DIRECT_LINE,
+    FULL_WIDTH,
+    REFERENCE,
     cell_edges,
+    draw_classes,
+    fill_handle,
+    hatch_handle,
     index_cmap,
     new_figure,
     panel_labels,
     plain_log_ticks,
-    regime_cmap,
-    sweep,
 )
 
 MU = np.arange(1.0, 6.0)
@@ -197,26 +203,16 @@ def cost_order(points):
 
 
 def _pcolor_classes(ax, x, y, cls):
-    cmap, norm = regime_cmap()
-    return ax.pcolormesh(
-        cell_edges(x), cell_edges(y), cls, cmap=cmap, norm=norm, shading="flat", rasterized=True
-    )
-
-
-def _regime_handles(present):
-    return [
-        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", lw=0.5, label=REGIME_NAMES[k])
-        for k in range(len(REGIME_NAMES))
-        if k in present
-    ]
+    """The regime codes ``cls`` (rows y, columns x) on log axes, cells around the grid values."""
+    return draw_regimes(ax, cell_edges(x), cell_edges(y), cls)
 
 
 # --- figure 1: the regimes against depth, and the rays of the (ρ, α) plane --------------
 
 K_TICKS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
-K_STYLE = {
-    "collapse": dict(marker="o", ls="-", color="k", mfc="w", mec="k", ms=3.5, lw=0.9),
-    "direct": dict(marker="s", ls="-", color="k", mfc="w", mec="k", ms=3.2, lw=0.9),
+K_STYLE = {  # the boundary segments and rays: α_c solid, α_direct dashed (figures._style)
+    "collapse": dict(marker="o", **ALPHA_C_LINE, mfc="w", mec="k", ms=3.5),
+    "direct": dict(marker="s", **ALPHA_DIRECT_LINE, mfc="w", mec="k", ms=3.2),
 }
 SYMPY_STYLE = {
     "all_shrink": dict(marker=">", ls="", mfc="w", mec="k", ms=4, mew=0.7),
@@ -224,13 +220,13 @@ SYMPY_STYLE = {
     "direct": dict(marker="D", ls="", mfc="w", mec="k", ms=3.2, mew=0.7),
 }
 K_LABELS = {
-    "collapse": r"$k_c=\alpha_c/\rho$ (collapse below)",
-    "direct": r"$k_{\rm direct}$ (direct above)",
+    "collapse": r"$k_c=\alpha_c/\rho$: collapse below",
+    "direct": r"$k_{\rm direct}=\alpha_{\rm direct}/\rho$: direct above",
 }
 SYMPY_LABELS = {
-    "all_shrink": r"$L=2$ bound: all shrink, collapse below",
-    "all_grow": r"$L=2$ bound: all grow, escape above",
-    "direct": r"$L=2$ closed form $\alpha_{\rm direct}/\rho$",
+    "all_shrink": r"$L=2$ bound: all shrink below",
+    "all_grow": r"$L=2$ bound: all grow above",
+    "direct": r"$L=2$ closed form of $k_{\rm direct}$",
 }
 
 
@@ -259,7 +255,8 @@ def compute_regime_map(ctx: Context) -> dict:
 def _k_mark(ax, x, k, kind, half=0.42):
     """A boundary k at depth column x: a segment across the column, a marker at its centre."""
     style = K_STYLE[kind]
-    ax.plot([x - half, x + half], [k, k], ls="-", color="k", lw=style["lw"], zorder=3)
+    line = {key: style[key] for key in ("color", "ls", "lw")}
+    ax.plot([x - half, x + half], [k, k], **line, zorder=3)
     ax.plot([x], [k], **{**style, "ls": ""}, zorder=4)
 
 
@@ -267,18 +264,9 @@ def draw_regime_map(data: dict):
     fig = new_figure(FULL_WIDTH, 2.75)
     ax, bx = fig.subplots(1, 2, width_ratios=[2.1, 1])
     depths, k = data["depths"], data["k"]
-    cmap, norm = regime_cmap()
     edges = cell_edges(k)
     for i, L in enumerate(depths):
-        ax.pcolormesh(
-            [L - 0.34, L + 0.34],
-            edges,
-            data["code"][i][:, None],
-            cmap=cmap,
-            norm=norm,
-            shading="flat",
-            rasterized=True,
-        )
+        draw_regimes(ax, [L - 0.34, L + 0.34], edges, data["code"][i][:, None])
         for kind, values in (("collapse", data["k_c"]), ("direct", data["k_direct"])):
             if np.isfinite(values[i]):
                 _k_mark(ax, L, values[i], kind)
@@ -292,7 +280,6 @@ def draw_regime_map(data: dict):
         xticks=depths,
         xlabel=r"depth $L$ (odd $L$: no collapse, no $k_c$)",
         ylabel=r"$\alpha/\rho$",
-        title=r"$\ell_2$-SAM, $\mu=(1,\dots,5)$: regimes against depth",
     )
     ax.tick_params(axis="x", length=0)
     plain_log_ticks(ax, "y")
@@ -323,17 +310,11 @@ def draw_regime_map(data: dict):
     panel_labels([ax, bx])
     present = set(np.unique(data["code"]).tolist()) | set(np.unique(data["plane"]).tolist())
     handles = [
-        *_regime_handles(present),
+        *regime_handles(present),
         *(Line2D([], [], **K_STYLE[kind], label=K_LABELS[kind]) for kind in K_STYLE),
         *(Line2D([], [], **SYMPY_STYLE[n], label=SYMPY_LABELS[n]) for n in SYMPY_STYLE),
     ]
-    fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        ncols=3,
-        handlelength=1.6,
-        columnspacing=1.2,
-    )
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, handlelength=2.2)
     return fig
 
 
@@ -470,35 +451,25 @@ def compute_minor_first(ctx: Context) -> dict:
 
 
 def _index_map(ax, tau, alpha, jdag, d=MU.size):
+    """j† over (clock, α): the j colour map, collapsed grey, "run stopped" (-1) hatched."""
     cmap, norm = index_cmap(d)
-    return ax.pcolormesh(
-        cell_edges(tau),
-        cell_edges(alpha),
-        jdag,
-        cmap=cmap,
-        norm=norm,
-        shading="flat",
-        rasterized=True,
-    )
+    return draw_classes(ax, cell_edges(tau), cell_edges(alpha), jdag, cmap, norm, hatched=(-1,))
 
 
-def _index_legend(fig, d=MU.size, white="run ended (escape)", extra=(), present=None, below=False):
-    """The j† colour legend, 1-based (and ``extra`` handles), outside the axes at the right (or
-    ``below`` them, in columns).
+def _index_handles(d=MU.size, stopped="run stopped", present=None):
+    """Legend entries of j† (1-based), collapsed and ``stopped`` (hatched).
 
-    ``present``: the codes drawn (-2 collapsed, -1 run ended, 0..d-1); default all.
+    ``present``: the codes drawn (-2 collapsed, -1 run stopped, 0..d-1); default all.
     """
     cmap, _ = index_cmap(d)
     names = {0: " (minor)", d - 1: " (major)"}
     labels = {k: f"$j^\\dagger={k + 1}$" + names.get(k, "") for k in range(d)}
-    labels.update({-2: "collapsed", -1: white})
-    handles = [
-        Patch(facecolor=cmap(k + 2), edgecolor="0.3", lw=0.5, label=labels[k])
+    labels.update({-2: "collapsed", -1: stopped})
+    return [
+        hatch_handle(labels[k]) if k == -1 else fill_handle(cmap(k + 2), labels[k])
         for k in [*range(d), -2, -1]
         if present is None or k in present
     ]
-    where = dict(loc="outside lower center", ncols=4) if below else dict(loc="outside right center")
-    fig.legend(handles=[*extra, *handles], handlelength=1.4, **where)
 
 
 def _draw_marks(ax, alphas, rows, clock, after, late):
@@ -523,20 +494,20 @@ def _draw_marks(ax, alphas, rows, clock, after, late):
 
 def _boundary_lines(ax, k_c, k_direct):
     if np.isfinite(k_c):
-        ax.axhline(k_c, color="k", ls="-", lw=0.9)
-    ax.axhline(k_direct, color="k", ls="--", lw=0.9)
+        ax.axhline(k_c, **ALPHA_C_LINE)
+    ax.axhline(k_direct, **ALPHA_DIRECT_LINE)
 
 
 def _line_handles(with_grow=False, late=False):
     handles = [
-        Line2D([], [], color="k", ls="-", lw=0.9, label=r"$\alpha_c$"),
-        Line2D([], [], color="k", ls="--", lw=0.9, label=r"$\alpha_{\rm direct}$"),
+        Line2D([], [], **ALPHA_C_LINE, label=r"$\alpha_c$"),
+        Line2D([], [], **ALPHA_DIRECT_LINE, label=r"$\alpha_{\rm direct}$"),
     ]
     if with_grow:
-        handles.append(Line2D([], [], color="k", ls=":", lw=0.9, label=r"all grow ($L=2$ bound)"))
-    switches = [("o", 4, "switch of $j^\\dagger$\n(colour: after it)")]
+        handles.append(Line2D([], [], **REFERENCE, label=r"all grow ($L=2$ bound)"))
+    switches = [("o", 4, "switch of $j^\\dagger$")]
     if late:
-        switches.append(("D", 3.5, "switch after the\nrun stopped"))
+        switches.append(("D", 3.5, "switch after the stop"))
     for marker, size, label in switches:
         handles.append(
             Line2D([], [], ls="", marker=marker, mfc="0.8", mec="k", mew=0.6, ms=size, label=label)
@@ -545,12 +516,12 @@ def _line_handles(with_grow=False, late=False):
 
 
 def draw_minor_first(data: dict):
-    fig = new_figure(FULL_WIDTH, 2.7)
+    fig = new_figure(FULL_WIDTH, 2.6)
     ax = fig.add_subplot()
     tau, alpha = data["tau"], data["alpha"]
     _index_map(ax, tau, alpha, data["jdag"])
     _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))
-    ax.axhline(data["bounds"][1], color="k", ls=":", lw=0.9)
+    ax.axhline(data["bounds"][1], **REFERENCE)
     _draw_marks(
         ax,
         alpha,
@@ -566,13 +537,12 @@ def draw_minor_first(data: dict):
         ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
         xlabel=r"rescaled time $\tau$",
         ylabel=r"$\alpha$ ($\rho=1$)",
-        title=r"$\ell_2$-SAM, $L=2$, $\mu=(1,\dots,5)$: dominant index $j^\dagger(\tau)$ "
-        r"(1-based)",
     )
     plain_log_ticks(ax)
     _alpha_ticks(ax, alpha)
-    present = set(np.unique(data["jdag"]).tolist())
-    _index_legend(fig, extra=_line_handles(with_grow=True), present=present | set(range(5)))
+    present = set(np.unique(data["jdag"]).tolist()) | set(range(5))
+    handles = [*_line_handles(with_grow=True), *_index_handles(present=present)]
+    fig.legend(handles=handles, loc="outside right center")
     return fig
 
 
@@ -632,7 +602,7 @@ def compute_depth(ctx: Context) -> dict:
 
 def draw_depth(data: dict):
     depths = data["depths"]
-    fig = new_figure(FULL_WIDTH, 3.3)
+    fig = new_figure(FULL_WIDTH, 3.0)
     axes = fig.subplots(1, len(depths), sharey=True)
     alpha = data["alpha"]
     for i, (ax, L) in enumerate(zip(axes, depths, strict=True)):
@@ -656,23 +626,17 @@ def draw_depth(data: dict):
             xlim=(cell_edges(clock)[0], cell_edges(clock)[-1]),
             ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
             title=f"$L={L}$" + ("" if np.isfinite(data["k_c"][i]) else r" (no $\alpha_c$)"),
-            xlabel=r"$s=\tau$" if L == 2 else r"$s$",
+            xlabel=r"clock $s=\tau$" if L == 2 else r"clock $s$",
         )
         plain_log_ticks(ax)
     _alpha_ticks(axes[0], alpha)
     axes[0].set_ylabel(r"$\alpha$ ($\rho=1$)")
-    fig.suptitle(
-        r"$\ell_2$-SAM, $\mu=(1,\dots,5)$, $\rho=1$: $j^\dagger$ (1-based) against the clock $s$, "
-        r"$ds=(\Vert\theta\Vert/\Vert\theta_0\Vert)^{L-2}d\tau$"
-        "\n"
-        r"($s=\tau$ at $L=2$; the finite-$\tau$ blow-up of $L\geq3$ is at $s=\infty$)",
-        fontsize=8,
-    )
     panel_labels(axes)
     present = set(np.unique(data["jdag"]).tolist()) | set(range(MU.size))
-    white = "run stopped in the\n" r"blow-up: $\Vert\theta\Vert=10^4\Vert\theta_0\Vert$"
     late = bool(np.any(data["switch_late"]))
-    _index_legend(fig, white=white, extra=_line_handles(late=late), present=present, below=True)
+    handles = [*_index_handles(stopped="run stopped (blow-up)", present=present)]
+    handles += _line_handles(late=late)
+    fig.legend(handles=handles, loc="outside lower center", ncols=5 if len(handles) <= 10 else 4)
     return fig
 
 

@@ -14,24 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import (
-    COLLAPSE,
-    DIRECT,
+from ._common import Context, FigureSpec
+from ._style import (
+    ALPHA_LINESTYLES,
     FULL_WIDTH,
     METHOD_COLORS,
-    MINOR,
-    OKABE_ITO,
-    REGIME_COLORS,
-    STALLED,
-    Context,
-    FigureSpec,
-    index_cmap,
+    METHOD_LABELS,
+    REFERENCE,
+    REGIME_FILLS,
+    SMALL_SIZE,
+    cell_edges,
+    class_cmap,
+    draw_classes,
+    fill_handle,
+    j_color,
+    j_label,
     new_figure,
     panel_labels,
     plain_log_ticks,
@@ -39,7 +41,6 @@ from ._common import (
 
 MU2 = np.array([1.0, 2.0])
 DATA2 = flows.single_example(MU2)
-COORD_COLORS = (OKABE_ITO["orange"], OKABE_ITO["blue"])  # β_1 (minor), β_2 (major)
 
 
 def _methods(rho):
@@ -55,7 +56,6 @@ DATA5 = flows.single_example(MU5)
 RHO_TRAJ = 1.0
 # α / α_c of the ℓ2-SAM runs: approaching the collapse boundary from above (all sequential).
 ALPHA_RATIOS = (2.0, 1.1, 1.01, 1.001)
-RATIO_COLORS = (OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["orange"], OKABE_ITO["vermillion"])
 SOLVE_TIGHT = dict(rtol=1e-10, atol=1e-30)  # atol far below every weight: see regime_path
 TAU_TRAJ = 80.0  # rescaled τ of the runs (the last switch at 1.001 α_c is near τ = 46)
 LOSS_LOW = 1e-3  # panel (f): the time at which the loss falls to this level
@@ -122,13 +122,19 @@ def _sequence_text(sequence) -> str:
     return r"$\to$".join(str(int(j) + 1) for j in sequence)
 
 
+def _ratio_styles(ratios) -> dict:
+    """Line style of each α/α_c (figures._style.ALPHA_LINESTYLES): nearest α_c solid."""
+    order = np.argsort(ratios)
+    return {int(i): ALPHA_LINESTYLES[k] for k, i in enumerate(order)}
+
+
 def draw_trajectories(data: dict):
-    fig = new_figure(FULL_WIDTH, 3.8)
+    fig = new_figure(FULL_WIDTH, 3.9)
     axes = fig.subplots(2, 3)
     flat = axes.ravel()
-    taus, alpha_c = data["taus"], float(data["alpha_c"])
+    taus = data["taus"]
     xlim = (5e-2, taus[-1])
-    cmap, _ = index_cmap(MU5.size)
+    d = MU5.size
     order = (3, 2, 1, 0)  # panels (a)–(d): α closest to α_c first
     for ax, i in zip(flat[:4], order, strict=True):
         key = f"l2/{i}"
@@ -136,59 +142,68 @@ def draw_trajectories(data: dict):
         beta = beta / np.max(np.abs(beta), axis=1, keepdims=True)  # no overflow in the norm
         share = beta / np.linalg.norm(beta, axis=1, keepdims=True)
         for t in data[f"switch_t/{key}"]:
-            ax.axvline(t, color="0.7", lw=0.5, ls=":", zorder=0)
-        for j in range(MU5.size):
-            ax.plot(taus, share[:, j], color=cmap(j + 2), lw=1.2)
+            ax.axvline(t, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+        for j in range(d):
+            ax.plot(taus, share[:, j], color=j_color(j, d), lw=1.2)
         ratio = float(data["ratios"][i])
         sequence = _sequence_text(data[f"sequence/{key}"])
-        ax.set_title(rf"$\alpha={ratio:g}\,\alpha_c$" + "\n" + rf"$j^\dagger$: {sequence}", pad=2)
+        ax.set_title(rf"$\alpha={ratio:g}\,\alpha_c$" + "\n" + rf"$j^\dagger$: {sequence}")
         ax.set(xscale="log", xlim=xlim, ylim=(0, 1.05))
         plain_log_ticks(ax, "x")
     for ax in axes[:, 0]:
         ax.set_ylabel(r"$\beta_j/\|\beta\|_2$")
     for ax in (*axes[1, :2], *axes[0, :1]):
         ax.set_xlabel(r"rescaled time $\tau$")
+    # (e): the losses, ℓ2-SAM in its colour with one line style per α, GD in its colour.
     ax = flat[4]
-    for i in range(len(ALPHA_RATIOS)):
+    styles = _ratio_styles(data["ratios"])
+    l2, gd = METHOD_COLORS["ℓ2-SAM"], METHOD_COLORS["GD"]
+    for i in sorted(styles, key=lambda i: data["ratios"][i]):
         ratio = float(data["ratios"][i])
-        ax.plot(taus, data[f"loss/l2/{i}"], color=RATIO_COLORS[i], label=rf"${ratio:g}\,\alpha_c$")
-    ax.plot(
-        taus, data["loss/gd"], color="k", ls="--", label=rf"GD, ${ALPHA_RATIOS[-1]:g}\,\alpha_c$"
-    )
+        ax.plot(taus, data[f"loss/l2/{i}"], color=l2, ls=styles[i], label=rf"${ratio:g}\,\alpha_c$")
+    nearest = int(np.argmin(data["ratios"]))
+    ratio = float(data["ratios"][nearest])
+    label = rf"GD, ${ratio:g}\,\alpha_c$"
+    ax.plot(taus, data["loss/gd"], color=gd, ls=styles[nearest], label=label)
     ax.set(xscale="log", yscale="log", xlim=xlim, ylabel=r"loss $\mathcal{L}$")
     ax.set_ylim(1e-6, 1.0)
     plain_log_ticks(ax, "x")
-    ax.set_title("loss:\n" + r"$\ell_2$-SAM and GD (dashed)", pad=2)
+    ax.set_title(rf"loss, {METHOD_LABELS['ℓ2-SAM']} and GD")
+    # (f): over α/α_c − 1, when j† reaches the major and when the loss falls to LOSS_LOW.
     ax = flat[5]
     gaps = data["gaps"]
     ax.plot(gaps, data["tau_last"], "o-", color="k", ms=2.5, label=r"$j^\dagger$ reaches 5")
     ax.plot(
         gaps,
         data["tau_low"],
-        "s--",
-        color="0.45",
+        "s-",
+        color="0.5",
         ms=2.5,
         label=rf"$\mathcal{{L}}$ falls to $10^{{{int(np.log10(LOSS_LOW))}}}$",
     )
     for i, ratio in enumerate(data["ratios"]):
-        if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c)
-            ax.axvline(ratio - 1, color=RATIO_COLORS[i], lw=0.8, ls=":")
+        if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c), marked by their panel
+            ax.axvline(ratio - 1, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+            panel = "abcd"[order.index(i)]
+            ax.text(
+                ratio - 1, 1.0, f"({panel})", transform=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=SMALL_SIZE,
+            )  # fmt: skip
     ax.set(xscale="log", yscale="log", xlabel=r"$\alpha/\alpha_c-1$", ylabel=r"$\tau$")
-    ax.set_title("leaving the plateau\nand reaching the major", pad=2)
+    # room below the curves for the legend: a decade under the lowest point
+    ax.set_ylim(bottom=0.1 * np.nanmin([*data["tau_low"], *data["tau_last"]]))
+    ax.set_title("leaving the plateau,\nreaching the major", pad=10)
     ax.legend(loc="lower left", borderaxespad=0.2, handlelength=1.8)
     panel_labels(flat, y=1.2)
-    # One legend above the panels: row 1 the coordinates of (a)–(d), row 2 the losses of (e).
-    coords = [Line2D([], [], color=cmap(j + 2), lw=1.5, label=f"$j={j + 1}$") for j in range(5)]
-    losses = flat[4].get_legend_handles_labels()[0]
+    coords = [Line2D([], [], color=j_color(j, d), lw=1.5, label=j_label(j)) for j in range(d)]
+    coords.append(Line2D([], [], **REFERENCE, label=r"switch of $j^\dagger$"))
+    fig.legend(handles=coords, loc="outside upper center", ncols=6)
     fig.legend(
-        handles=[h for pair in zip(coords, losses, strict=True) for h in pair],
-        loc="outside upper center",
+        *flat[4].get_legend_handles_labels(),
+        loc="outside lower center",
         ncols=5,
-        title=rf"$L=2$, $\rho={float(data['rho']):g}$, $\mu=(1,\dots,5)$, "
-        rf"$\alpha_c={alpha_c:.4f}$: coordinate $j$ (1-based) in (a)–(d); "
-        r"loss from $\alpha$ in (e)",
-        title_fontsize=7,
-        handlelength=1.5,
+        handlelength=2.4,
+        title=rf"loss in (e): {METHOD_LABELS['ℓ2-SAM']} and GD from $\alpha=$",
     )
     return fig
 
@@ -199,12 +214,12 @@ RHO_LIMIT = 1.0
 DEPTHS_LIMIT = (3, 4)
 # Classes drawn (display order): the run's end as analysis decides it.
 LIMIT_CODES = ("collapse", "stalled", "minor", "major", "undetermined")
-LIMIT_COLORS = {
-    "collapse": REGIME_COLORS[COLLAPSE],
-    "stalled": REGIME_COLORS[STALLED],
-    "minor": REGIME_COLORS[MINOR],
-    "major": REGIME_COLORS[DIRECT],
-    "undetermined": "#FFFFFF",
+LIMIT_COLORS = {  # the fills of the regimes of these names (undetermined: hatched)
+    "collapse": REGIME_FILLS["collapse"],
+    "stalled": REGIME_FILLS["stalled"],
+    "minor": REGIME_FILLS["minor"],
+    "major": REGIME_FILLS["direct"],
+    "undetermined": REGIME_FILLS["undetermined"],
 }
 LIMIT_NAMES = {
     "collapse": r"$\beta\to0$ (collapse)",
@@ -218,8 +233,8 @@ LIMIT_NAMES = {
 def limit_classes(code, leader) -> np.ndarray:
     """Index into LIMIT_CODES of each run: its regime, or the coordinate it escapes along."""
     out = np.full(np.shape(code), LIMIT_CODES.index("undetermined"))
-    out[code == COLLAPSE] = LIMIT_CODES.index("collapse")
-    out[code == STALLED] = LIMIT_CODES.index("stalled")
+    out[code == analysis.REGIMES.index("collapse")] = LIMIT_CODES.index("collapse")
+    out[code == analysis.REGIMES.index("stalled")] = LIMIT_CODES.index("stalled")
     out[leader == 0] = LIMIT_CODES.index("minor")
     out[leader == 1] = LIMIT_CODES.index("major")
     return out
@@ -255,21 +270,21 @@ def compute_linf_limits(ctx: Context) -> dict:
 
 
 def draw_linf_limits(data: dict):
-    from matplotlib.colors import BoundaryNorm, ListedColormap
-
-    fig = new_figure(FULL_WIDTH, 2.35)
+    fig = new_figure(FULL_WIDTH, 2.3)
     depths = [int(L) for L in data["depths"]]
     axes = fig.subplots(1, len(depths), sharey=True)
-    cmap = ListedColormap([LIMIT_COLORS[c] for c in LIMIT_CODES])
-    norm = BoundaryNorm(np.arange(-0.5, len(LIMIT_CODES)), len(LIMIT_CODES))
+    fills = [LIMIT_COLORS[c] for c in LIMIT_CODES]
+    cmap, norm = class_cmap(fills)
+    undetermined = LIMIT_CODES.index("undetermined")
     a, rho = data["alpha"], float(data["rho"])
+    edges = cell_edges(a, log=False)  # the cells of "nearest" shading
     present = set()
     for ax, L in zip(axes, depths, strict=True):
         cls = data[f"class/{L}"]
         present |= set(np.unique(cls).tolist())
-        ax.pcolormesh(a, a, cls.T, cmap=cmap, norm=norm, shading="nearest", rasterized=True)
-        ax.axvline(rho, color="k", lw=0.8, ls="--")
-        ax.axhline(rho, color="k", lw=0.8, ls="--")
+        draw_classes(ax, edges, edges, cls.T, cmap, norm, hatched=(undetermined,))
+        ax.axvline(rho, **{**REFERENCE, "color": "k"})
+        ax.axhline(rho, **{**REFERENCE, "color": "k"})
         ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
         ax.set(
             xlim=(a[0], a[-1]),
@@ -285,12 +300,10 @@ def draw_linf_limits(data: dict):
         ax.set_yticks(ticks, labels=[f"{t:g}" for t in ticks])
     panel_labels(axes)
     handles = [
-        Patch(facecolor=LIMIT_COLORS[c], edgecolor="0.3", label=LIMIT_NAMES[c])
-        for k, c in enumerate(LIMIT_CODES)
-        if k in present
+        fill_handle(fills[k], LIMIT_NAMES[c]) for k, c in enumerate(LIMIT_CODES) if k in present
     ]
     handles += [
-        Line2D([], [], color="k", ls="--", lw=0.8, label=r"$\alpha_j=\rho$"),
+        Line2D([], [], **{**REFERENCE, "color": "k"}, label=r"$\alpha_j=\rho$"),
         Line2D(
             [],
             [],
@@ -299,12 +312,7 @@ def draw_linf_limits(data: dict):
             label="$\\mu_1(\\alpha_1-\\rho)^{L-2}$\n$=\\mu_2(\\alpha_2-\\rho)^{L-2}$",
         ),
     ]
-    fig.legend(
-        handles=handles,
-        loc="outside right center",
-        title=rf"$\ell_\infty$-SAM, $\rho={rho:g}$, $\mu=(1,2)$",
-        title_fontsize=7,
-    )
+    fig.legend(handles=handles, loc="outside right center")
     return fig
 
 
@@ -321,12 +329,13 @@ DISC_CASES = (
     ("ℓ∞-SAM", r"$\ell_\infty$ both die", "ℓ∞-SAM", ALPHA_DISC),
     ("ℓ∞-SAM-slide", r"$\ell_\infty$ $w_1$ slides", "ℓ∞-SAM", ALPHA_SLIDE),
 )
-CASE_STYLE = {
-    "GD": dict(color=METHOD_COLORS["GD"], marker="o"),
-    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], marker="s"),
-    "ℓ∞-SAM": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="^"),
-    "ℓ∞-SAM-slide": dict(color=OKABE_ITO["purple"], marker="v"),
+CASE_STYLE = {  # the method's colour; the two ℓ∞-SAM starts by marker and line style
+    "GD": dict(color=METHOD_COLORS["GD"], marker="o", ls="-"),
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], marker="s", ls="-"),
+    "ℓ∞-SAM": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="^", ls=ALPHA_LINESTYLES[0]),
+    "ℓ∞-SAM-slide": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="v", ls=ALPHA_LINESTYLES[1]),
 }
+ETA_MARKERS = ("o", "s", "^")  # the iterates of (a), (b), one marker per η of LRS_SHOWN
 TIGHT = dict(rtol=1e-11, atol=1e-13, collapse_tol=None)
 FINE = 10  # flow points per comparison interval
 
@@ -368,47 +377,46 @@ def compute_discrete(ctx: Context) -> dict:
 
 
 def _iterates_panel(ax, data, key, title, note):
-    """Flow w_j^{(1)}(t) (lines) and the iterates at LRS_SHOWN (markers), coordinate colours."""
+    """Flow w_j^{(1)}(t) (lines) and the iterates at LRS_SHOWN (markers), in the j colours."""
     for j in range(2):
-        ax.plot(
-            data[f"flow_t/{key}"],
-            data[f"flow_w/{key}"][:, j],
-            color=COORD_COLORS[j],
-            lw=1.2,
-            label=rf"flow, $j={j + 1}$",
-        )
-    for m, lr in zip(("o", "s", "^"), LRS_SHOWN, strict=True):
+        ax.plot(data[f"flow_t/{key}"], data[f"flow_w/{key}"][:, j], color=j_color(j, 2), lw=1.2)
+    for m, lr in zip(ETA_MARKERS, LRS_SHOWN, strict=True):
         if f"iter_t/{key}/{lr}" not in data:
             continue
         t, w = data[f"iter_t/{key}/{lr}"], data[f"iter_w/{key}/{lr}"]
         for j in range(2):
-            ax.plot(
-                t,
-                w[:, j],
-                m,
-                ms=2.6,
-                mfc="none",
-                mew=0.6,
-                color=COORD_COLORS[j],
-                label=rf"$\eta={lr:g}$" if j == 1 else None,
-            )
+            ax.plot(t, w[:, j], m, ms=2.6, mfc="none", mew=0.6, color=j_color(j, 2))
     ax.set(xlabel=r"time $t=k\eta$", title=title)
-    ax.text(0.97, 0.3, note, transform=ax.transAxes, ha="right", va="center", fontsize=6.5)
+    ax.text(0.97, 0.3, note, transform=ax.transAxes, ha="right", va="center")
+
+
+def _iterates_handles(data):
+    """Legend of (a), (b): the coordinates' colours, and the markers of the iterates per η."""
+    handles = [
+        Line2D([], [], color=j_color(j, 2), lw=1.2, label=f"flow, {j_label(j)}") for j in range(2)
+    ]
+    handles += [
+        Line2D(
+            [], [], ls="", marker=m, ms=3, mfc="none", mew=0.7, color="0.3", label=rf"$\eta={lr:g}$"
+        )
+        for m, lr in zip(ETA_MARKERS, LRS_SHOWN, strict=True)
+        if f"iter_t/ℓ2-SAM/{lr}" in data
+    ]
+    return handles
 
 
 def draw_discrete(data: dict):
-    fig = new_figure(FULL_WIDTH, 2.7)
-    left, right = fig.subfigures(1, 2, width_ratios=[1.75, 1.25])
+    fig = new_figure(FULL_WIDTH, 2.6)
+    left, right = fig.subfigures(1, 2, width_ratios=[1.6, 1.4])
     ax, bx = left.subplots(1, 2)
     cx = right.subplots()
-    a, rho = float(data["alpha"]), float(data["rho"])
+    a = float(data["alpha"])
     a1, a2 = (float(x) for x in data["alpha_slide"])
-    _iterates_panel(ax, data, "ℓ2-SAM", r"$\ell_2$-SAM", rf"$\alpha={a:g}$")
+    _iterates_panel(ax, data, "ℓ2-SAM", METHOD_LABELS["ℓ2-SAM"], rf"$\alpha={a:g}$")
     ax.set(ylabel=r"weight $w_j^{(1)}$")
     note = rf"$\alpha=({a1:g},\,{a2:g})$" + "\n" + r"$w_1$ slides at 0"
-    _iterates_panel(bx, data, "ℓ∞-SAM-slide", r"$\ell_\infty$-SAM", note)
-    handles, labels = bx.get_legend_handles_labels()
-    left.legend(handles, labels, loc="outside lower center", ncols=3, handlelength=1.5)
+    _iterates_panel(bx, data, "ℓ∞-SAM-slide", METHOD_LABELS["ℓ∞-SAM"], note)
+    left.legend(handles=_iterates_handles(data), loc="outside lower center", ncols=3)
     lrs = data["lrs"]
     lowest = np.inf
     for key, label, _, _ in DISC_CASES:
@@ -419,7 +427,7 @@ def draw_discrete(data: dict):
         if key == "ℓ∞-SAM-slide" and frozen.any():  # the fit without the frozen runs too
             slope += f" ({float(data[f'slope_moving/{key}']):.2f})"
         style = CASE_STYLE[key]
-        cx.plot(lrs[ok], err[ok], "-", ms=3, lw=0.9, **style, label=f"{label} {slope}")
+        cx.plot(lrs[ok], err[ok], ms=3, lw=0.9, **style, label=f"{label} {slope}")
         if key == "ℓ∞-SAM-slide":
             hollow = ok & frozen
             cx.plot(
@@ -435,7 +443,7 @@ def draw_discrete(data: dict):
     guide = 0.25 * lowest * lrs  # order 1, a factor 4 below every data point
     T = float(data["T"])
     step = T / N_SAVED  # the comparison times
-    cx.plot(lrs, guide, ":", color="0.4", lw=0.9, label=r"$\propto\eta$")
+    cx.plot(lrs, guide, **REFERENCE, label=r"$\propto\eta$")
     cx.set(
         xscale="log",
         yscale="log",
@@ -444,18 +452,19 @@ def draw_discrete(data: dict):
         title=rf"at $k\eta=0,{step:g},\dots,{T:g}$",
     )
     plain_log_ticks(cx, "x")
+    handles, labels = cx.get_legend_handles_labels()
+    first = [0, 1, 4, 2, 3]  # two columns: GD, ℓ2-SAM, the guide; then the two ℓ∞-SAM starts
     right.legend(
-        *cx.get_legend_handles_labels(),
+        [handles[k] for k in first],
+        [labels[k] for k in first],
         loc="outside lower center",
         ncols=2,
-        handlelength=1.2,
-        handletextpad=0.4,
-        columnspacing=0.4,
+        handlelength=1.6,
+        handletextpad=0.3,
+        columnspacing=0.6,
         title="fitted slope",
-        title_fontsize=7,
     )
     panel_labels([ax, bx, cx])
-    fig.suptitle(rf"Discrete iterates against the plain flow, $L=2$, $\mu=(1,2)$, $\rho={rho:g}$")
     return fig
 
 

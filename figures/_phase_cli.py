@@ -13,10 +13,8 @@ import json
 import shlex
 import time
 
-import matplotlib
 import numpy as np
 import tomllib
-from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 import analysis
@@ -24,18 +22,19 @@ import flows
 from analysis._problem import check_mu
 
 from ._common import (
-    COLUMN_WIDTH,
-    FULL_WIDTH,
-    REGIME_COLORS,
-    REGIME_NAMES,
-    STYLE,
-    cell_edges,
     check_folder,
     check_outputs,
+    draw_regimes,
     folder_path,
+    regime_handles,
+)
+from ._style import (
+    COLUMN_WIDTH,
+    FULL_WIDTH,
+    cell_edges,
     new_figure,
-    regime_cmap,
     save_figure,
+    styled,
 )
 
 #: method name -> (its template from its parameters, their names, the name drawn in titles).
@@ -388,8 +387,7 @@ def title(ds) -> str:
 
 def draw(ds, width: str = "column"):
     """The regime codes of a two-axis phase-diagram Dataset over its two axes."""
-    with matplotlib.rc_context(STYLE):  # the style for every artist, not only the Figure
-        return _draw(ds, width)
+    return styled(_draw, ds, width)  # the style for every artist, not only the Figure
 
 
 def _draw(ds, width):
@@ -399,19 +397,10 @@ def _draw(ds, width):
     w, h = WIDTHS[width]
     fig = new_figure(w, h)
     ax = fig.add_subplot()
-    cmap, norm = regime_cmap()
     logs = {}
     for name, vals in ((x_name, x), (y_name, y)):
         logs[name] = name != "depth" and vals.max() / vals.min() >= 10
-    ax.pcolormesh(
-        cell_edges(x, logs[x_name]),
-        cell_edges(y, logs[y_name]),
-        code,
-        cmap=cmap,
-        norm=norm,
-        shading="flat",
-        rasterized=True,
-    )
+    draw_regimes(ax, cell_edges(x, logs[x_name]), cell_edges(y, logs[y_name]), code)
     ax.set_xscale("log" if logs[x_name] else "linear")
     ax.set_yscale("log" if logs[y_name] else "linear")
     for axis, name in ((ax.xaxis, x_name), (ax.yaxis, y_name)):
@@ -423,20 +412,13 @@ def _draw(ds, width):
         ax.set_yticks(y)
     ax.set_xlabel(LABELS[x_name])
     ax.set_ylabel(LABELS[y_name])
-    ax.set_title(title(ds), fontsize=8)
-    present = sorted(set(np.unique(code).tolist()))
-    handles = [
-        Patch(facecolor=REGIME_COLORS[k], edgecolor="0.3", lw=0.5, label=REGIME_NAMES[k])
-        for k in present
-    ]
+    ax.set_title(title(ds))
+    handles = regime_handles(set(np.unique(code).tolist()))
     fig.legend(
         handles=handles,
         loc="outside lower center",
         ncols=min(len(handles), 2 if width == "column" else 5),
-        fontsize=8,
-        frameon=False,
         handlelength=1.2,
-        columnspacing=1.0,
     )
     return fig
 

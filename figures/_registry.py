@@ -18,13 +18,12 @@ from ._common import (
     folder_path,
     load_data,
     save_data,
-    save_figure,
-    styled,
 )
 from ._lesam import LESAM
 from ._maps import DEPTH
 from ._maps import FIGURES as _MAPS
 from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
+from ._style import save_figure, styled
 
 _SPECS = {f.name: f for f in (*_MAPS, TRAJECTORIES, LINF_LIMITS, DISCRETE, DEPTH, LESAM)}
 assert set(_SPECS) == set(SUMMARIES), "figures/_catalog.py names every figure, and no other"

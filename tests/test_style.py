@@ -1,0 +1,153 @@
+"""Figures at their printed size (issue 25): every saved page is 5.5 in or 2.7 in wide, no text
+prints below 7 pt nor any sub- or superscript below 5.5 pt, and no text leaves the page.
+
+The figures are the quick ones (tests/conftest.py makes each once per test run); the text is
+checked on each figure drawn again from its saved data, glyph by glyph through matplotlib's own
+mathtext parser, and the page width is read from the saved PDF's MediaBox. The checks are shown
+to fail on a figure that breaks each rule.
+"""
+
+import re
+from unittest import mock
+
+import matplotlib
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.mathtext import MathTextParser
+from matplotlib.text import Text
+
+import figures
+from figures import _style
+
+PRINTED = (_style.FULL_WIDTH, _style.COLUMN_WIDTH)
+_MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
+_PARSER = MathTextParser("path")
+
+
+def pdf_page_size(path):
+    """(width, height) in inches of every page of a PDF, from its /MediaBox entries."""
+    boxes = _MEDIABOX.findall(path.read_bytes())
+    assert boxes, f"{path}: no /MediaBox"
+    return [
+        ((float(x1) - float(x0)) / 72, (float(y1) - float(y0)) / 72) for x0, y0, x1, y1 in boxes
+    ]
+
+
+def _segments(text: str):
+    """(is_math, piece) of one line of text: mathtext between unescaped dollar signs."""
+    parts = re.split(r"(?<!\\)\$", text)
+    if len(parts) % 2 == 0:  # an odd number of dollars: matplotlib draws it as plain text
+        return [(False, text)]
+    return [(k % 2 == 1, part) for k, part in enumerate(parts) if part]
+
+
+def glyph_sizes(artist: Text) -> tuple[float, float]:
+    """(smallest text size, smallest glyph size) in points that ``artist`` prints, at the size
+    the figure is saved (its sub- and superscripts as mathtext sets them)."""
+    size = artist.get_fontsize()
+    smallest = size
+    if artist.get_usetex():
+        raise AssertionError(f"{artist.get_text()!r}: usetex text is not checked")
+    prop = artist.get_fontproperties()
+    for line in artist.get_text().split("\n"):
+        for is_math, piece in _segments(line):
+            if is_math:
+                parsed = _PARSER.parse(f"${piece}$", dpi=72, prop=prop)
+                smallest = min([smallest, *(g[1] for g in parsed.glyphs)])
+    return size, smallest
+
+
+def drawn_texts(fig: Figure) -> list[Text]:
+    """The texts that drawing ``fig`` prints: visible, not empty (tick labels outside the view
+    are never drawn)."""
+    drawn, draw = [], Text.draw
+
+    def record(self, renderer):
+        drawn.append(self)
+        return draw(self, renderer)
+
+    with mock.patch.object(Text, "draw", record):
+        fig.draw_without_rendering()
+    return [t for t in drawn if t.get_visible() and t.get_text().strip()]
+
+
+def text_problems(fig: Figure) -> list[str]:
+    """Each text ``fig`` prints that is below 7 pt, has a sub- or superscript below 5.5 pt, or
+    reaches outside the page."""
+    page = fig.bbox
+    problems = []
+    for t in drawn_texts(fig):
+        size, smallest = glyph_sizes(t)
+        label = repr(t.get_text()[:40])
+        if size < _style.MIN_TEXT - 1e-9:
+            problems.append(f"{label}: {size:g} pt text")
+        if smallest < _style.MIN_SCRIPT - 1e-9:
+            problems.append(f"{label}: {smallest:.2f} pt sub- or superscript")
+        box = t.get_window_extent()
+        if (
+            box.x0 < page.x0 - 0.5
+            or box.y0 < page.y0 - 0.5
+            or box.x1 > page.x1 + 0.5
+            or box.y1 > page.y1 + 0.5
+        ):
+            problems.append(f"{label}: outside the page")
+    return problems
+
+
+def _redrawn(cache, name):
+    ctx = figures.Context(out=cache, cache=cache, quick=True)
+    return _style.styled(figures.FIGURES[name].draw, figures.load_data(ctx, name))
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_saved_pages_are_printed_widths(quick_figures, name):
+    out, _ = quick_figures
+    ((width, height),) = pdf_page_size(out / f"{name}.pdf")
+    assert any(abs(width - w) <= 0.01 for w in PRINTED), f"{name}.pdf is {width:.3f} in wide"
+    png = matplotlib.image.imread(out / f"{name}.png")
+    dpi = _style.STYLE["savefig.dpi"]
+    assert png.shape[1] == pytest.approx(width * dpi, abs=1), "the PNG is the PDF's page"
+    assert png.shape[0] == pytest.approx(height * dpi, abs=1)
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_text_is_large_enough_and_on_the_page(quick_figures, name):
+    fig = _redrawn(quick_figures[1], name)
+    assert any(abs(fig.get_figwidth() - w) < 1e-9 for w in PRINTED)
+    assert text_problems(fig) == []
+
+
+def test_the_checks_fail_on_a_figure_that_breaks_the_rules(tmp_path):
+    """A tight bounding box widens the page; 6.5 pt text, a 7 pt α_c (its subscript 4.9 pt) and
+    a label outside the page are each reported."""
+    fig = _style.styled(_style.new_figure, _style.FULL_WIDTH, 2.0)
+    ax = fig.add_subplot()
+    ax.set_ylabel(r"label $\alpha_c$", fontsize=8)
+    fig.savefig(tmp_path / "tight.pdf", bbox_inches="tight", pad_inches=0.2)
+    ((width, _),) = pdf_page_size(tmp_path / "tight.pdf")
+    assert not any(abs(width - w) <= 0.01 for w in PRINTED)
+    _style.save_figure(fig, tmp_path, "exact")
+    assert pdf_page_size(tmp_path / "exact.pdf")[0][0] == pytest.approx(_style.FULL_WIDTH, abs=0.01)
+    assert text_problems(fig) == []
+    ax.text(0.5, 0.5, "small", fontsize=6.5)
+    ax.text(0.2, 0.2, r"$\alpha_c$", fontsize=7)
+    ax.text(1.5, 0.5, "off the page", transform=ax.transAxes)
+    problems = text_problems(fig)
+    assert len(problems) == 3, problems
+    assert "6.5 pt text" in problems[0]
+    assert "4.90 pt sub- or superscript" in problems[1]
+    assert "outside the page" in problems[2]
+
+
+def test_glyph_sizes_of_scripts():
+    t = Text(text=r"loss $\alpha_{\rm direct}$ at $10^{-4}$, $x_{a_b}$", fontsize=8)
+    size, smallest = glyph_sizes(t)
+    assert size == 8 and smallest == pytest.approx(8 * 0.7**2)
+    assert glyph_sizes(Text(text=r"cost \$5 and $\alpha$", fontsize=8)) == (8, 8)
+    assert np.isclose(glyph_sizes(Text(text=r"$j^\dagger$", fontsize=8))[1], 5.6)
+
+
+def test_new_figure_refuses_other_widths():
+    with pytest.raises(ValueError, match="text width"):
+        _style.new_figure(5.0, 2.0)
