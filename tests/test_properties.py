@@ -1107,6 +1107,8 @@ COVERED_ABOVE = {
     "flows.solve": test_solve_refuses_or_accepts_each_argument,
     "analysis.regime_path": test_regime_path_refuses_before_solving,
     "analysis.critical_alpha": test_critical_alpha_refuses_before_solving,
+    # its keywords' refusals: tests/test_config.py (configure changes process-wide settings)
+    "flows.configure": "test_config.test_configure_refuses_keywords_of_the_wrong_type",
 }
 NO_USER_INPUT = {
     "flows.AbstractMethod": "abstract base of the methods",
