@@ -170,17 +170,14 @@ def _perturb(kind, hat, y, g, scale, per_layer, p, L, d, V):
     Ld = L * d
     groups = L if per_layer else 1
     size = Ld // groups
-    mx, ss, nrm, ua, ub = V[0], V[1], V[2], V[3], V[4]
+    ss, nrm, ua, ub = V[1], V[2], V[3], V[4]
     for k in range(groups):
         lo, hi = k * size, (k + 1) * size
         for w in range(nw):
-            mx[w] = 0.0
             ss[w] = 0.0
         for i in range(lo, hi):
             for w in range(nw):
                 v = g[i, w]
-                a = abs(v)
-                mx[w] = a if (a > mx[w]) | (a != a) else mx[w]
                 ss[w] += v * v
         for w in range(nw):
             if ss[w] > 1e-280 and ss[w] < 1e280:
@@ -188,12 +185,7 @@ def _perturb(kind, hat, y, g, scale, per_layer, p, L, d, V):
                 ua[w] = 1.0 / nrm[w]
                 ub[w] = 1.0
             else:  # under- or overflow in the squares (or g not finite): scale by max|g|
-                s = mx[w] if mx[w] != 0.0 else 1.0
-                root = 0.0
-                for i in range(lo, hi):
-                    q = g[i, w] / s
-                    root += q * q
-                root = math.sqrt(root)
+                s, root = _norm_parts(g, w, lo, hi)
                 nrm[w] = s * root
                 ua[w] = 1.0 / s
                 ub[w] = 1.0 / root if root != 0.0 else 1.0
@@ -402,18 +394,26 @@ def _conditions(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_to
 
 
 @_inline
-def _norm(y, w, n):
-    """‖θ‖₂ of lane w as s·‖θ/s‖, s = max|θ| (no under- or overflow)."""
+def _norm_parts(y, w, lo, hi):
+    """(s, r) with ‖y[lo:hi, w]‖₂ = s·r, s = max|y| (1 where y = 0), r = ‖y/s‖ (no under- or
+    overflow in the squares)."""
     s = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         a = abs(y[i, w])
         s = a if (a > s) | (a != a) else s
     s = 1.0 if s == 0.0 else s
     acc = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         v = y[i, w] / s
         acc += v * v
-    return s * math.sqrt(acc)
+    return s, math.sqrt(acc)
+
+
+@_inline
+def _norm(y, w, n):
+    """‖θ‖₂ of lane w (:func:`_norm_parts`)."""
+    s, r = _norm_parts(y, w, 0, n)
+    return s * r
 
 
 @_inline
