@@ -61,8 +61,9 @@ def configure(
             XLA:CPU's classic code generators, which compile the solvers faster and run
             as fast (measured in benchmarks/README.md). The second caps the instruction
             set at AVX, which has no fused multiply-add (FMA). An FMA rounds ``a * b + c``
-            once where a multiply then an add rounds twice, and XLA contracts to FMA differently in a
-            batched (vmapped) program and in a single solve; an adaptive solver's step
+            once where a multiply then an add rounds twice, and XLA contracts to FMA
+            differently in a batched (vmapped) program and in a single solve; an adaptive
+            solver's step
             control then amplifies those last-bit differences (up to 5e-10 relative after
             a solve). Without FMA every program rounds each product and each sum alike,
             so a point of :func:`flows.sweep` or ``jax.vmap`` equals :func:`flows.solve`
