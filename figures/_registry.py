@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def make(
 
     Arguments:
         names: figure names (default: all, in order; see ``FIGURES``).
-        out: folder for ``<name>.pdf`` and ``<name>.png``.
+        out: folder for ``<name>.pdf`` and ``<name>.png``, and for a copy of the data they
+            were drawn from (``data/<name>[-quick].npz`` and ``.json``).
         cache: folder for sweep caches and saved figure data.
         quick: the small smoke version (CI, tests); saved apart from the full data.
         redraw: draw from the data saved by the last run in ``cache``, solving nothing.
@@ -77,9 +79,20 @@ def make(
             data = spec.compute(ctx)
             save_data(ctx, name, data, time.perf_counter() - t0)
         written[name] = save_figure(styled(spec.draw, data), ctx.out, name)
+        _copy_data(ctx, name)
         if progress:
             print(f"[{name}] {time.perf_counter() - t0:.1f} s -> {written[name][1]}", flush=True)
     return written
+
+
+def _copy_data(ctx, name: str) -> None:
+    """Put the figure's data beside it (``out/data/``), so that a published figure carries
+    the numbers it was drawn from (the gallery's caption tests read them there)."""
+    folder = ctx.out / "data"
+    folder.mkdir(exist_ok=True)
+    for path in data_paths(ctx, name):
+        if path.resolve() != (folder / path.name).resolve():
+            shutil.copyfile(path, folder / path.name)
 
 
 def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False):
@@ -108,4 +121,7 @@ def check_paths(names, *, out, cache, quick: bool = False, redraw: bool = False)
             load_data(ctx, n)
     check_folder("--out", ctx.out, create=True)
     check_outputs("--out", [ctx.out / f"{n}.{ext}" for n in names for ext in ("pdf", "png")])
+    if (ctx.out / "data").exists() and not (ctx.out / "data").is_dir():
+        raise ValueError(f"--out: {ctx.out / 'data'} is a file; the figures' data go there.")
+    check_outputs("--out", [ctx.out / "data" / p.name for n in names for p in data_paths(ctx, n)])
     return ctx, names

@@ -5,6 +5,7 @@ Adding a method means adding one line to ``all_methods``.
 
 import functools
 import types
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +13,8 @@ import scipy.integrate
 import scipy.special
 
 import flows
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cosine_sigma(t):
@@ -303,3 +306,20 @@ def quick_data(quick_figures, names):
 
     ctx = figures.Context(out=quick_figures[0], cache=quick_figures[1], quick=True)
     return {name: figures.load_data(ctx, name) for name in names}
+
+
+def gallery_caption(name: str) -> str:
+    """The caption of figure ``name`` in docs/gallery.md: the paragraph after its image, with
+    line breaks joined, so that a test can check that the caption states a number."""
+    text = (ROOT / "docs" / "gallery.md").read_text()
+    start = text.index(f"](figures/{name}.png)")
+    body = text[text.index("\n", start) + 1 :]
+    return " ".join(body.split("\n\n", 1)[0].split())
+
+
+def published_data(name: str) -> dict:
+    """The data the committed figure docs/figures/<name>.png was drawn from (checksummed)."""
+    import figures
+
+    folder = ROOT / "docs" / "figures"
+    return figures.load_data(figures.Context(out=folder, cache=folder), name)

@@ -34,6 +34,8 @@ def test_quick_run_writes_every_figure(quick_run, tmp_path):
             for ext in ("pdf", "png"):
                 path = folder / f"{name}.{ext}"
                 assert path.exists() and path.stat().st_size > 1000, path
+            # the data each figure was drawn from lies beside it, intact
+            assert figures.load_data(figures.Context(out=folder, cache=folder, quick=True), name)
 
 
 def test_cli_help_lists_every_figure(capsys):
