@@ -32,6 +32,13 @@ def iterate(
     with ``lax.scan`` and works under ``jax.vmap`` over ``lr``, ``theta0`` and the
     method's parameters. LE-SAM's ``sigma`` may be a schedule of ``t = k * lr``.
 
+    Exact ℓ∞-SAM takes :math:`\mathrm{sign}(0)=+1` (:meth:`flows.LinfSAM.control`): an
+    iterate that rounding lands exactly on a weight :math:`w_{lj}=0` steps off it and
+    chatters on, as its neighbours do, instead of being frozen at 0 with
+    :math:`\hat w=0` (``sign(0) = 0``), which would drop the coordinate's share of the
+    perturbed margin that the Filippov flow keeps; the order-1 approach to the flow then
+    does not depend on where rounding puts the iterates (docs/theory.md §3).
+
     Arguments:
         method, data, theta0, loss: as in :func:`flows.solve`.
         lr: learning rate :math:`\eta>0`.

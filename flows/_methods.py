@@ -179,10 +179,28 @@ class LinfSAM(AbstractMethod):
         self.delta = None if delta is None else _param("delta", delta)
 
     def control(self, grad):
-        r"""The control :math:`u=\mathrm{sign}(g)`, or :math:`\tanh(g/\delta)` (the smoothed
-        rule of :mod:`flows._rules` at :math:`\rho=1`)."""
+        r"""The control :math:`u=\mathrm{sign}(g)` with :math:`\mathrm{sign}(0)=+1`, or
+        :math:`\tanh(g/\delta)` (the smoothed rule of :mod:`flows._rules` at :math:`\rho=1`).
+
+        At :math:`g_k=0` every :math:`u_k\in[-1,1]` maximises :math:`g^\top\varepsilon`; the
+        exact rule takes :math:`u_k=+1` (``-0.0`` included; NaN stays NaN). The choice matters
+        on a switching surface, to the discrete update above all: an iterate that lands on
+        a weight :math:`w_{lj}=0` (an event that rounding decides) would, with
+        :math:`u_k=0` (``jnp.sign``, ``torch.sign``), be frozen there with
+        :math:`\hat w=0` and drop its share :math:`\mu_j\rho^L` of the perturbed margin: the
+        iterates would then follow another flow than the Filippov flow, the :math:`\eta\to0`
+        limit of the chattering iterates, which keeps that share (docs/theory.md §3, §7).
+        With :math:`u_k=\pm1` the iterate steps off 0 and the in-phase chatter goes on (every
+        layer of a balanced coordinate gets the same :math:`u`). There :func:`flows.velocity`
+        gives the field of that side. Off the surfaces this is ``jnp.sign``. The Filippov
+        integrator does not use it (it solves for the control).
+
+        >>> import flows, jax.numpy as jnp
+        >>> flows.LinfSAM(0.1).control(jnp.array([-2.0, -0.0, 0.0, 3.0])).tolist()
+        [-1.0, 1.0, 1.0, 1.0]
+        """
         if self.delta is None:
-            return jnp.sign(grad)
+            return jnp.where(grad == 0, 1.0, jnp.sign(grad))
         return _rules.jax_epsilon(_rules.LINF_SMOOTH, grad, grad, 1.0, 1.0, 1.0, self.delta,
                                   0.0, 0.0, 0.0)  # fmt: skip
 

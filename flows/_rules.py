@@ -21,7 +21,10 @@ same code compiled by numba with ``xp = numpy`` on scalars, inside the per-traje
 engine (:mod:`flows._engine`). No rule is written a second time.
 
 The exact ℓ∞ rule :math:`\rho\,\mathrm{sign}(g)` is not here: its flow is a
-Filippov system, integrated by :mod:`flows._filippov`.
+Filippov system, integrated by :mod:`flows._filippov`, and its pointwise value (the
+discrete update's) is :meth:`flows.LinfSAM.control`, with :math:`\mathrm{sign}(0)=+1`
+so that an iterate landing exactly on a switching surface chatters on instead of being
+frozen there (docs/theory.md §3).
 """
 
 import types

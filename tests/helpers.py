@@ -65,7 +65,10 @@ def numpy_perturbation(method, g, t=0.0):
             return rho * g / np.linalg.norm(g, axis=1, keepdims=True)
         return rho * g / np.linalg.norm(g)
     if isinstance(method, flows.LinfSAM):
-        u = np.sign(g) if method.delta is None else np.tanh(g / float(method.delta))
+        if method.delta is None:  # the exact sign, with sign(0) = +1 (docs/theory.md §2, §3)
+            u = np.where(g == 0, 1.0, np.sign(g))
+        else:
+            u = np.tanh(g / float(method.delta))
         return float(method.rho) * u
     if isinstance(method, flows.LESAM):
         sigma = method.sigma(t) if callable(method.sigma) else float(method.sigma)

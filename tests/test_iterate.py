@@ -114,3 +114,22 @@ def test_all_methods_run_discrete():
         expected = numpy_iterate(method, data, theta0, 0.1, 20)
         np.testing.assert_allclose(np.asarray(it.thetas), expected, rtol=1e-12, err_msg=name)
         assert float(it.loss[-1]) < float(it.loss[0]), name
+
+
+def test_linf_iterate_on_an_exact_zero_steps_off_it():
+    """ℓ∞-SAM, L = 2, one example μ = (1, 2), ρ = 0.5, from w_1 = 0 exactly on both layers
+    (docs/theory.md §3): sign(0) = +1 gives ŵ_1 = ρ, so one step moves both layers of w_1 to
+    η μ_1 ρ / (1 + e^{m̂}) with m̂ = μ_1 ρ² + μ_2 (w_2 − ρ)², by hand; sign(0) = 0 would leave
+    them at 0 for good. Then w_1 chatters across 0, within η μ_1 ρ of it (every step is
+    η |ℓ'| μ_1 |ŵ_1| with |ŵ_1| ≤ ρ)."""
+    mu, rho, lr, w2 = np.array([1.0, 2.0]), 0.5, 0.01, 0.8
+    data = flows.single_example(mu)
+    theta0 = np.array([[0.0, w2], [0.0, w2]])
+    it = flows.iterate(flows.LinfSAM(rho), data, theta0, lr=lr, steps=200)
+    m_hat = mu[0] * rho**2 + mu[1] * (w2 - rho) ** 2
+    first = lr * mu[0] * rho / (1 + np.exp(m_hat))
+    np.testing.assert_allclose(np.asarray(it.thetas[1, :, 0]), [first, first], rtol=1e-13)
+    w1 = np.asarray(it.thetas[:, :, 0])
+    assert np.array_equal(w1[:, 0], w1[:, 1])  # the layers stay in phase
+    assert np.all(np.abs(w1) <= lr * mu[0] * rho) and np.min(w1) < -0.9 * first
+    assert np.count_nonzero(np.diff(np.sign(w1[1:, 0]))) > 100  # it chatters
