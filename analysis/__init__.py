@@ -36,6 +36,8 @@ _EXPORTS = {
     "direction_cosine": "_margin",
     "limit_class": "_margin",
     "limit_direction": "_margin",
+    "LogLaw": "_margin",
+    "log_law": "_margin",
     "max_margin": "_margin",
     "phase_diagram": "_phase",
     "Plateau": "_plateau",

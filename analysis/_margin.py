@@ -288,3 +288,37 @@ def convergence_order(steps, errors) -> float:
     if ok.sum() < 2:
         return float("nan")
     return float(np.polyfit(np.log(steps[ok]), np.log(errors[ok]), 1)[0])
+
+
+class LogLaw(NamedTuple):
+    """Result of :func:`log_law`: ``y ≈ offset + per_decade * log10(x)``."""
+
+    per_decade: float
+    offset: float
+
+
+def log_law(x, y) -> LogLaw:
+    r"""The logarithmic law :math:`y\approx a+b\log_{10}x` by least squares: :math:`b`, the change
+    of :math:`y` per decade of :math:`x`, and :math:`a`, over the pairs with :math:`x>0` and both
+    finite (NaN for both with fewer than two).
+
+    A time spent near a hyperbolic saddle grows this way as the start approaches the saddle's
+    stable manifold: :math:`\tau\approx\lambda^{-1}\ln(1/\delta)`, :math:`b=-\ln10/\lambda`
+    for the distance :math:`\delta` and the unstable rate :math:`\lambda`.
+
+    >>> import analysis
+    >>> law = analysis.log_law([1e-3, 1e-2, 1e-1], [9.0, 7.0, 5.0])
+    >>> round(law.per_decade, 12), round(law.offset, 12)
+    (-2.0, 3.0)
+    """
+    x = np.asarray(as_array("x", x, "a 1-D array of numbers > 0"))
+    y = np.asarray(as_array("y", y, "a 1-D array of numbers"))
+    if x.ndim != 1 or y.shape != x.shape:
+        raise ValueError(
+            f"`x` and `y` must be 1-D arrays of one length; got shapes {x.shape} and {y.shape}."
+        )
+    ok = np.isfinite(x) & (x > 0) & np.isfinite(y)
+    if ok.sum() < 2:
+        return LogLaw(float("nan"), float("nan"))
+    b, a = np.polyfit(np.log10(x[ok]), y[ok], 1)
+    return LogLaw(float(b), float(a))

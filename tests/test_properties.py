@@ -912,6 +912,13 @@ PUBLIC = [
         0,
     ),
     (
+        "analysis.log_law",
+        analysis.log_law,
+        dict(x=[1e-3, 1e-2, 1e-1], y=[7.0, 5.0, 3.0]),
+        ["x", "y"],
+        0,
+    ),
+    (
         "analysis.convergence_rate",
         analysis.convergence_rate,
         dict(traj=TRAJ, direction=[0.0, 0.0, 1.0]),
@@ -996,8 +1003,9 @@ PUBLIC = [
     ),
 ]
 
-# Documented NaN results: convergence_order is NaN with fewer than two usable points.
-NAN_DOCUMENTED = {"analysis.convergence_order"}
+# Documented NaN results: convergence_order and log_law are NaN with fewer than two usable
+# points.
+NAN_DOCUMENTED = {"analysis.convergence_order", "analysis.log_law"}
 
 hostile = st.one_of(
     numbers,
@@ -1046,6 +1054,8 @@ BASE_VALUES = {
     "analysis.limit_leader": lambda r: int(r) == 2,  # α > ρ, L = 2: the largest rate μ_3
     "analysis.log_abs_beta": lambda r: np.allclose(r, np.log(0.25), rtol=1e-15),
     "analysis.convergence_order": lambda r: abs(float(r) - 2.0) < 1e-12,  # errors ∝ h²
+    # y = 1 − 2 log10 x exactly
+    "analysis.log_law": lambda r: np.allclose(tuple(r), (-2.0, 1.0), rtol=0, atol=1e-12),
     "analysis.max_margin": lambda r: np.allclose(r, np.array(MU) / np.linalg.norm(MU), 0, 1e-6),
     "analysis.regime_code": lambda r: analysis.REGIMES[int(r)] == "direct",
     "analysis.clock_grid": lambda r: len(r) == 8 and r[0] == 0 and r[-1] == 1,
@@ -1118,7 +1128,7 @@ NO_USER_INPUT = {
         ["flows.Trajectory", "flows.DenseOutput", "flows.SweepResult", "flows.Status"]
         + [
             f"analysis.{n}"
-            for n in "Boundary Clock L2SAMThresholds LimitMap Plateau Rate RegimePath "
+            for n in "Boundary Clock L2SAMThresholds LimitMap LogLaw Plateau Rate RegimePath "
             "Sharpness Switches".split()
         ],
         "a result container",
