@@ -12,7 +12,8 @@ SUMMARIES: dict[str, str] = {
     "marked",
     "trajectories": "β_j/‖β‖ of ℓ2-SAM (L = 2) for α → α_c, the loss against GD's, plateau and "
     "switch times",
-    "linf_limits": "ℓ∞-SAM limit over (α1, α2) at L = 3, 4 with the tie curve of claim C2",
+    "linf_limits": "ℓ∞-SAM limit over (α1, α2) at L = 2, 3, 4 against claim C2, with the tie "
+    "curves of ℓ∞-SAM and GD",
     "discrete": "iterates over the flow (ℓ2-SAM; ℓ∞-SAM with sliding), error against η, fitted "
     "slopes",
     "depth": "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per "

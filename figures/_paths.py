@@ -4,8 +4,9 @@ Figure 3 solves the plain flow :math:`\dot\theta=-\nabla\mathcal L(\hat\theta)` 
 loss) of ℓ2-SAM on :math:`\mu=(1,\dots,5)` from :math:`\alpha` approaching
 :math:`\alpha_c` (:func:`analysis.critical_alpha`), with :func:`analysis.switch_times` for
 :math:`j^\dagger`. Figure 4 is :func:`analysis.limit_map` of exact ℓ∞-SAM over
-:math:`(\alpha_1,\alpha_2)` on :math:`\mu=(1,2)` at :math:`L=3,4`, with the tie curve
-:func:`analysis.linf_tie`. Figure 5 compares :func:`flows.iterate` with :func:`flows.solve` on
+:math:`(\alpha_1,\alpha_2)` on :math:`\mu=(1,2)` at :math:`L=2,3,4`, against claim C2's
+:func:`analysis.limit_leader`, with the tie curve :func:`analysis.linf_tie` (and GD's, the same
+at :math:`\rho=0`). Figure 5 compares :func:`flows.iterate` with :func:`flows.solve` on
 :math:`\mu=(1,2)`. ℓ∞-SAM is the exact-sign Filippov flow of :mod:`flows` throughout.
 Indices are 0-based in the data and 1-based in the figures.
 """
@@ -59,6 +60,7 @@ ALPHA_RATIOS = (2.0, 1.1, 1.01, 1.001)
 SOLVE_TIGHT = dict(rtol=1e-10, atol=1e-30)  # atol far below every weight: see regime_path
 TAU_TRAJ = 80.0  # rescaled τ of the runs (the last switch at 1.001 α_c is near τ = 46)
 LOSS_LOW = 1e-3  # panel (f): the time at which the loss falls to this level
+GAP_FIT = 1e-2  # panel (f): the logarithmic laws are fitted to α/α_c − 1 up to this
 
 
 def _solve_rescaled(method, alpha, taus, **options):
@@ -74,6 +76,13 @@ def _solve_rescaled(method, alpha, taus, **options):
         **SOLVE_TIGHT,
         **options,
     )
+
+
+def _loss_low_time(method, alpha) -> float:
+    """The τ at which the loss falls to LOSS_LOW (an event of the solve), NaN if not by TAU_TRAJ;
+    0 if it starts there."""
+    drop = _solve_rescaled(method, alpha, np.array([0.0, TAU_TRAJ]), loss_tol=LOSS_LOW)
+    return float(drop.t_end) if drop.status_name == "converged" else np.nan
 
 
 def compute_trajectories(ctx: Context) -> dict:
@@ -102,18 +111,21 @@ def compute_trajectories(ctx: Context) -> dict:
         data[f"loss/{key}"] = np.where(traj.reached, traj.loss, np.nan)
         data[f"status/{key}"] = np.array(traj.status_name)
         data[f"switch_t/{key}"], data[f"sequence/{key}"] = sw.times, np.array(sw.sequence)
+        data[f"tau_low/{key}"] = np.array(_loss_low_time(method, alpha))
     # (f): over α / α_c - 1, the τ at which the loss falls to LOSS_LOW (an event of the solve)
     # and the τ of the last switch of j† (to the major coordinate).
     gaps = np.geomspace(1e-4, 0.3, ctx.pick(9, 3))  # at 2 α_c the loss starts below 1e-3
     data["gaps"], low, last = gaps, [], []
     for gap in gaps:
         alpha = (1 + gap) * alpha_c
-        drop = _solve_rescaled(flows.L2SAM(RHO_TRAJ), alpha, taus[:2], loss_tol=LOSS_LOW)
-        low.append(float(drop.t_end) if drop.status_name == "converged" else np.nan)
+        low.append(_loss_low_time(flows.L2SAM(RHO_TRAJ), alpha))
         traj = _solve_rescaled(flows.L2SAM(RHO_TRAJ), alpha, taus, dense=True, escape_tol=1e120)
         sw = analysis.switch_times(traj)
         last.append(float(sw.times[-1]) if sw.final == MU5.size - 1 and sw.times.size else np.nan)
     data["tau_low"], data["tau_last"] = np.array(low), np.array(last)
+    near = gaps <= GAP_FIT
+    for key in ("tau_low", "tau_last"):  # τ ≈ offset + per_decade · log10(α/α_c − 1)
+        data[f"law/{key}"] = np.array(analysis.log_law(gaps[near], data[key][near]))
     return data
 
 
@@ -129,7 +141,7 @@ def _ratio_styles(ratios) -> dict:
 
 
 def draw_trajectories(data: dict):
-    fig = new_figure(FULL_WIDTH, 3.9)
+    fig = new_figure(FULL_WIDTH, 4.1)
     axes = fig.subplots(2, 3)
     flat = axes.ravel()
     taus = data["taus"]
@@ -169,31 +181,33 @@ def draw_trajectories(data: dict):
     ax.set_ylim(1e-6, 1.0)
     plain_log_ticks(ax, "x")
     ax.set_title(rf"loss, {METHOD_LABELS['ℓ2-SAM']} and GD")
-    # (f): over α/α_c − 1, when j† reaches the major and when the loss falls to LOSS_LOW.
-    ax = flat[5]
+    # (f): over α/α_c − 1 (log), when j† reaches the major (top) and when the loss falls to
+    # LOSS_LOW (bottom), each on a linear τ axis with its fitted logarithmic law.
+    spec = flat[5].get_subplotspec()
+    flat[5].remove()
+    top, bottom = (fig.add_subplot(s) for s in spec.subgridspec(2, 1, hspace=0.15))
     gaps = data["gaps"]
-    ax.plot(gaps, data["tau_last"], "o-", color="k", ms=2.5, label=r"$j^\dagger$ reaches 5")
-    ax.plot(
-        gaps,
-        data["tau_low"],
-        "s-",
-        color="0.5",
-        ms=2.5,
-        label=rf"$\mathcal{{L}}$ falls to $10^{{{int(np.log10(LOSS_LOW))}}}$",
-    )
-    for i, ratio in enumerate(data["ratios"]):
-        if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c), marked by their panel
-            ax.axvline(ratio - 1, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
-            panel = "abcd"[order.index(i)]
-            ax.text(
-                ratio - 1, 1.0, f"({panel})", transform=ax.get_xaxis_transform(),
-                ha="center", va="bottom", fontsize=SMALL_SIZE,
+    low = f"loss falls to {LOSS_LOW:g}"  # plain text: 7 pt (no scripts)
+    for ax, key, text in ((top, "tau_last", "j† reaches 5"), (bottom, "tau_low", low)):
+        ax.plot(gaps, data[key], "o", color="k", ms=2.5, zorder=3)
+        per_decade, offset = (float(v) for v in data[f"law/{key}"])
+        fit = gaps[gaps <= GAP_FIT]
+        ax.plot(fit, offset + per_decade * np.log10(fit), color="k", lw=0.9)
+        ax.set_title(f"{text}:\n{-per_decade:#.3g} per decade", fontsize=SMALL_SIZE, pad=2)
+        ax.set(xscale="log", ylim=(0, 1.45 * np.nanmax(data[key])), ylabel=r"$\tau$")
+        for ratio in data["ratios"]:
+            if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c)
+                ax.axvline(ratio - 1, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+    for i, ratio in enumerate(data["ratios"]):  # each dotted line's panel, atop (f)
+        if gaps[0] <= ratio - 1 <= gaps[-1]:
+            top.text(
+                ratio - 1, 0.97, f"({'abcd'[order.index(i)]})", transform=top.get_xaxis_transform(),
+                ha="center", va="top", fontsize=SMALL_SIZE, color="0.4",
             )  # fmt: skip
-    ax.set(xscale="log", yscale="log", xlabel=r"$\alpha/\alpha_c-1$", ylabel=r"$\tau$")
-    # room below the curves for the legend: a decade under the lowest point
-    ax.set_ylim(bottom=0.1 * np.nanmin([*data["tau_low"], *data["tau_last"]]))
-    ax.set_title("leaving the plateau,\nreaching the major", pad=10)
-    ax.legend(loc="lower left", borderaxespad=0.2, handlelength=1.8)
+    top.tick_params(labelbottom=False)
+    top.sharex(bottom)
+    bottom.set_xlabel(r"$\alpha/\alpha_c-1$")
+    flat = [*flat[:5], top]
     panel_labels(flat, y=1.2)
     coords = [Line2D([], [], color=j_color(j, d), lw=1.5, label=j_label(j)) for j in range(d)]
     coords.append(Line2D([], [], **REFERENCE, label=r"switch of $j^\dagger$"))
@@ -211,7 +225,7 @@ def draw_trajectories(data: dict):
 # --- figure 4: ℓ∞-SAM limit map over (α1, α2) ----------------------------------------------
 
 RHO_LIMIT = 1.0
-DEPTHS_LIMIT = (3, 4)
+DEPTHS_LIMIT = (2, 3, 4)
 # Classes drawn (display order): the run's end as analysis decides it.
 LIMIT_CODES = ("collapse", "stalled", "minor", "major", "undetermined")
 LIMIT_COLORS = {  # the fills of the regimes of these names (undetermined: hatched)
@@ -263,14 +277,24 @@ def compute_linf_limits(ctx: Context) -> dict:
         )
         data[f"code/{L}"], data[f"leader/{L}"] = m.code, m.leader
         data[f"class/{L}"] = limit_classes(m.code, m.leader)
-        above = np.linspace(RHO_LIMIT, alphas[-1], 50)[1:]
-        data[f"tie_a1/{L}"] = above
-        data[f"tie_a2/{L}"] = analysis.linf_tie(flows.LinfSAM(RHO_LIMIT), MU2, above, L)
+        # claim C2's limit at every start (analysis.limit_leader; -1: no coordinate escapes)
+        predicted = [
+            [analysis.limit_leader(flows.LinfSAM(RHO_LIMIT), MU2, [a1, a2], L) for a2 in alphas]
+            for a1 in alphas
+        ]
+        data[f"c2_leader/{L}"] = np.array(
+            [[-1 if k is None else k for k in row] for row in predicted]
+        )
+        if L >= 3:  # the tie curve of ℓ∞-SAM, and GD's: ℓ∞-SAM at ρ = 0 is GD exactly
+            above = np.linspace(RHO_LIMIT, alphas[-1], 50)[1:]
+            data[f"tie_a1/{L}"] = above
+            data[f"tie_a2/{L}"] = analysis.linf_tie(flows.LinfSAM(RHO_LIMIT), MU2, above, L)
+            data[f"gd_a2/{L}"] = analysis.linf_tie(flows.LinfSAM(0.0), MU2, alphas, L)
     return data
 
 
 def draw_linf_limits(data: dict):
-    fig = new_figure(FULL_WIDTH, 2.3)
+    fig = new_figure(FULL_WIDTH, 2.75)
     depths = [int(L) for L in data["depths"]]
     axes = fig.subplots(1, len(depths), sharey=True)
     fills = [LIMIT_COLORS[c] for c in LIMIT_CODES]
@@ -278,14 +302,19 @@ def draw_linf_limits(data: dict):
     undetermined = LIMIT_CODES.index("undetermined")
     a, rho = data["alpha"], float(data["rho"])
     edges = cell_edges(a, log=False)  # the cells of "nearest" shading
-    present = set()
+    present, gd = set(), dict(color=METHOD_COLORS["GD"], ls=(0, (4.0, 1.5)), lw=1.0)
     for ax, L in zip(axes, depths, strict=True):
         cls = data[f"class/{L}"]
         present |= set(np.unique(cls).tolist())
         draw_classes(ax, edges, edges, cls.T, cmap, norm, hatched=(undetermined,))
         ax.axvline(rho, **{**REFERENCE, "color": "k"})
         ax.axhline(rho, **{**REFERENCE, "color": "k"})
-        ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
+        # a start whose end differs from claim C2's (analysis.limit_leader) would be crossed
+        off = np.argwhere(data[f"leader/{L}"] != data[f"c2_leader/{L}"])
+        ax.plot(a[off[:, 0]], a[off[:, 1]], "x", color="k", ms=3, mew=0.8)
+        if f"tie_a1/{L}" in data:
+            ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
+            ax.plot(a, data[f"gd_a2/{L}"], **gd)
         ax.set(
             xlim=(a[0], a[-1]),
             ylim=(a[0], a[-1]),
@@ -309,10 +338,11 @@ def draw_linf_limits(data: dict):
             [],
             color="k",
             lw=1.3,
-            label="$\\mu_1(\\alpha_1-\\rho)^{L-2}$\n$=\\mu_2(\\alpha_2-\\rho)^{L-2}$",
+            label=r"$\mu_1(\alpha_1-\rho)^{L-2}=\mu_2(\alpha_2-\rho)^{L-2}$",
         ),
+        Line2D([], [], **gd, label=r"GD: $\mu_1\alpha_1^{L-2}=\mu_2\alpha_2^{L-2}$"),
     ]
-    fig.legend(handles=handles, loc="outside right center")
+    fig.legend(handles=handles, loc="outside lower center", ncols=3)
     return fig
 
 
@@ -341,8 +371,10 @@ FINE = 10  # flow points per comparison interval
 
 
 def compute_discrete(ctx: Context) -> dict:
-    # η = 2^-k, so that T / η is a multiple of N_SAVED and every run is saved at the same times.
-    lrs = 2.0 ** -np.arange(1, ctx.pick(11, 6))
+    # η = 2^-k, so that T / η is a multiple of N_SAVED and every run is saved at the same times;
+    # the quick run keeps every other k, down to 2^-9 (where an ℓ∞ iterate has landed exactly
+    # on w_1 = 0: docs/theory.md §3).
+    lrs = 2.0 ** -np.arange(1, 11, ctx.pick(1, 2))
     data = {"lrs": lrs, "alpha": np.array(ALPHA_DISC), "rho": np.array(RHO_DISC)}
     data["alpha_slide"], data["T"] = np.array(ALPHA_SLIDE), np.array(T_DISC)
     # One flow solve per case, on the fine grid drawn in (a), (b); the iterates are compared at
@@ -354,24 +386,18 @@ def compute_discrete(ctx: Context) -> dict:
         flow = flows.solve(methods[name], DATA2, theta0, t1=T_DISC, ts=fine, **TIGHT)
         ref = np.asarray(flow.thetas)[::FINE]
         data[f"flow_t/{key}"], data[f"flow_w/{key}"] = fine, np.asarray(flow.thetas[:, 0])
-        errors, frozen = [], []
+        errors = []
         for lr in lrs:
             steps = round(T_DISC / lr)
             it = flows.iterate(
                 methods[name], DATA2, theta0, lr=float(lr), steps=steps, every=steps // N_SAVED
             )
             errors.append(float(np.max(np.abs(np.asarray(it.thetas) - ref))))
-            # an iterate that landed exactly on w_1 = 0, where sign(0) = 0 holds it for good
-            frozen.append(bool(np.all(np.asarray(it.theta_end)[:, 0] == 0.0)))
             if lr in LRS_SHOWN:
                 data[f"iter_t/{key}/{lr}"] = np.asarray(it.ts)
                 data[f"iter_w/{key}/{lr}"] = np.asarray(it.thetas[:, 0])
-        errors, frozen = np.array(errors), np.array(frozen)
-        data[f"error/{key}"], data[f"frozen/{key}"] = errors, frozen
+        data[f"error/{key}"] = errors = np.array(errors)
         data[f"slope/{key}"] = np.array(analysis.convergence_order(lrs, errors))
-        data[f"slope_moving/{key}"] = np.array(
-            analysis.convergence_order(lrs[~frozen], errors[~frozen])
-        )
         data[f"status/{key}"] = np.array(flow.status_name)
     return data
 
@@ -420,26 +446,11 @@ def draw_discrete(data: dict):
     lrs = data["lrs"]
     lowest = np.inf
     for key, label, _, _ in DISC_CASES:
-        err, frozen = data[f"error/{key}"], data[f"frozen/{key}"]
+        err = data[f"error/{key}"]
         ok = np.isfinite(err) & (err > 0)
         lowest = min(lowest, np.min(err[ok] / lrs[ok]))
         slope = f"{float(data[f'slope/{key}']):.2f}"
-        if key == "ℓ∞-SAM-slide" and frozen.any():  # the fit without the frozen runs too
-            slope += f" ({float(data[f'slope_moving/{key}']):.2f})"
-        style = CASE_STYLE[key]
-        cx.plot(lrs[ok], err[ok], ms=3, lw=0.9, **style, label=f"{label} {slope}")
-        if key == "ℓ∞-SAM-slide":
-            hollow = ok & frozen
-            cx.plot(
-                lrs[hollow],
-                err[hollow],
-                ls="",
-                ms=3.5,
-                mfc="w",
-                color=style["color"],
-                marker=style["marker"],
-                zorder=3,
-            )
+        cx.plot(lrs[ok], err[ok], ms=3, lw=0.9, **CASE_STYLE[key], label=f"{label} {slope}")
     guide = 0.25 * lowest * lrs  # order 1, a factor 4 below every data point
     T = float(data["T"])
     step = T / N_SAVED  # the comparison times
