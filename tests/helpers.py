@@ -22,6 +22,40 @@ def cosine_sigma(t):
     return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 2.0, 1.0)))
 
 
+def lesam_schedule_l2(mu, alpha, rho_max, sigma, *, t_max, w_max=1e3, collapse=1e-6, t_stop=None):
+    r"""An independent reference: the balanced L = 2 LE-SAM rescaled flow with a schedule σ(t)
+    read on the real clock, written out by hand (docs/theory.md §4, §5) and solved with scipy.
+
+    State (w, t): both layers equal w (the flow keeps them equal), ``m = Σ μ_j w_j²``,
+    ``∇m = μ⊙w`` per layer (``‖∇m‖ = √2‖μ⊙w‖``), ``‖∇L‖ = ‖∇m‖/(1+e^m)`` (logistic),
+    ``ρ_t = min(σ(t)/(‖∇L‖ + 1e-12), ρ_max)``, ``ŵ = w − ρ_t μ⊙w/‖∇m‖``,
+    ``dw/dτ = μ⊙ŵ``, ``dt/dτ = 1 + e^{m(ŵ)}``. Stops (terminal events) when ``‖w‖`` falls to
+    ``collapse`` times its start (the collapse event of flows.solve), ``max w`` reaches
+    ``w_max``, or the real time t reaches ``t_stop`` (if given). DOP853, rtol 1e-12, dense
+    output; ``σ`` is called on Python floats.
+    """
+    mu = np.asarray(mu, dtype=float)
+
+    def f(tau, y):
+        w, t = y[:-1], y[-1]
+        norm_gm = np.sqrt(2.0) * np.linalg.norm(mu * w)
+        grad = norm_gm / (1.0 + np.exp(mu @ (w * w)))
+        rho = min(float(sigma(t)) / (grad + 1e-12), rho_max)
+        hat = w - rho * mu * w / norm_gm
+        return np.append(mu * hat, 1.0 + np.exp(mu @ (hat * hat)))
+
+    y0 = np.append(np.full(mu.size, float(alpha)), 0.0)
+    down = lambda tau, y: np.linalg.norm(y[:-1]) / np.linalg.norm(y0[:-1]) - collapse  # noqa: E731
+    up = lambda tau, y: np.max(y[:-1]) - w_max  # noqa: E731
+    late = lambda tau, y: y[-1] - (np.inf if t_stop is None else t_stop)  # noqa: E731
+    down.terminal = up.terminal = late.terminal = True
+    down.direction, up.direction, late.direction = -1, 1, 1
+    return scipy.integrate.solve_ivp(
+        f, (0.0, t_max), y0, method="DOP853", rtol=1e-12, atol=1e-15 * alpha, dense_output=True,
+        events=[down, up, late],
+    )  # fmt: skip
+
+
 def all_methods():
     """One instance of every method (ids for pytest parametrisation)."""
     return {
