@@ -67,7 +67,8 @@ def _check_field_args(method, data, loss, theta, t, rescaled: bool):
     theta = check_theta(theta, data, "theta")
     if not is_traced(t):
         check_scalar("t", t)
-        if not is_traced(method) and bool(_no_budget(method, t)):
+        no_budget = _no_budget(method, t)
+        if not is_traced(no_budget) and bool(no_budget):  # (traced inside any jit)
             raise ValueError(
                 f"`t`: the schedule sigma(t) is negative at t = {float(t):g} "
                 f"(sigma = {float(method.sigma(t)):g}): the rule has no budget there."

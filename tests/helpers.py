@@ -56,6 +56,26 @@ def lesam_schedule_l2(mu, alpha, rho_max, sigma, *, t_max, w_max=1e3, collapse=1
     )  # fmt: skip
 
 
+def annealed_switches(mu, alpha, rho_max, sigma, t_off):
+    r"""(sequence, switch times τ) of j† for :func:`lesam_schedule_l2` with a schedule that is 0
+    from the real time ``t_off`` on: scipy until t = t_off (changes by :func:`argmax_changes`),
+    then GD's flow, :math:`w_j(\tau)=w_j(\tau_0)e^{\mu_j(\tau-\tau_0)}`, whose overtakes of the
+    leader are closed forms, until argmax μ leads."""
+    mu = np.asarray(mu, dtype=float)
+    sol = lesam_schedule_l2(mu, alpha, rho_max, sigma, t_max=1e3, t_stop=t_off)
+    assert sol.status == 1 and sol.t_events[2].size == 1  # it reached t = t_off
+    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
+    sequence, times = argmax_changes(w_part)
+    times, tau0, w = list(times), sol.t[-1], sol.y[:-1, -1]
+    while sequence[-1] != np.argmax(mu):  # the earliest overtake of the leader a
+        a = sequence[-1]
+        after = {k: np.log(w[a] / w[k]) / (mu[k] - mu[a]) for k in range(mu.size) if mu[k] > mu[a]}
+        k = min(after, key=after.get)
+        sequence.append(k)
+        times.append(tau0 + after[k])
+    return sequence, np.array(times), tau0
+
+
 def all_methods():
     """One instance of every method (ids for pytest parametrisation)."""
     return {

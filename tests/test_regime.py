@@ -6,7 +6,6 @@ from the code.
 """
 
 import functools
-import types
 
 import numpy as np
 import pytest
@@ -19,9 +18,9 @@ import analysis
 import flows
 from tests.helpers import (
     all_methods,
+    annealed_switches,
     argmax_changes,
     cosine_sigma,
-    lesam_schedule_l2,
     reduced_l2sam,
     reduced_l2sam_switches,
 )
@@ -344,22 +343,10 @@ def test_regime_path_is_scale_invariant(depth, k, alpha):
 def test_regime_path_under_a_schedule_continues_on_the_real_clock():
     """LE-SAM with the annealed σ(t) (0 from t = T = 2 on) read on the real clock, solved in
     passes of τ = 0.25: each pass must start its schedule at the real time where the last one
-    ended. The sequence and switch times of j† against the hand-written flow
-    (tests/helpers.py) solved by scipy in one piece until t = T (its changes, if any, located
-    by brentq); after T the flow is GD's, w_j(τ) = w_j(τ_T) e^{μ_j(τ − τ_T)}, whose overtakes
-    are closed forms."""
-    mu, alpha = np.array([1.0, 2.0, 3.0]), 0.1
-    sol = lesam_schedule_l2(mu, alpha, 0.3, cosine_sigma, t_max=100.0, t_stop=2.0)
-    assert sol.status == 1 and sol.t_events[2].size == 1  # it reached t = T
-    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
-    sequence, times = argmax_changes(w_part)
-    times, tau_T, w = list(times), sol.t[-1], sol.y[:-1, -1]
-    while sequence[-1] != 2:  # GD from τ_T: the earliest overtake of the leader a
-        a = sequence[-1]
-        after = {k: np.log(w[a] / w[k]) / (mu[k] - mu[a]) for k in range(3) if mu[k] > mu[a]}
-        k = min(after, key=after.get)
-        sequence.append(k)
-        times.append(tau_T + after[k])
+    ended. The sequence and switch times of j† against the hand-written flow solved in one
+    piece until T, then GD's closed forms (tests/helpers.annealed_switches)."""
+    mu, alpha = [1.0, 2.0, 3.0], 0.1
+    sequence, times, tau_T = annealed_switches(mu, alpha, 0.3, cosine_sigma, 2.0)
     # the switches come after T, from the state the schedule left at τ_T ≈ 0.99 (4 passes)
     assert sequence == [0, 1, 2] and tau_T < times[0]
     r = analysis.regime_path(flows.LESAM(cosine_sigma, 0.3), mu, alpha, t1=0.25)
