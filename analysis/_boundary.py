@@ -84,14 +84,14 @@ def _batch(methods, data, theta0, depth, options, atol, loss, need, max_passes):
         )  # fmt: skip
         return out["code"]
 
-    return jax.vmap(one)(methods, theta0)
+    return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
 
 @eqx.filter_jit
 def _start(methods, data, theta0, depth, loss, need):
     """:func:`analysis._run.start_code` vmapped: the code each start decides alone, else -1."""
     one = lambda m, th: start_code(m, data, th, depth=depth, need=need, loss=loss)  # noqa: E731
-    return jax.vmap(one)(methods, theta0)
+    return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
 
 def _classify(methods, data, depth, alphas, *, kind, options, atol, loss, max_passes):

@@ -6,6 +6,8 @@ from importlib import metadata
 from pathlib import Path
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 import flows
@@ -56,11 +58,23 @@ def describe(method, swept=()) -> str:
         if name in swept:
             value = "swept"
         elif callable(value):
-            value = f"<schedule {getattr(value, '__name__', type(value).__name__)}>"
+            value = _describe_schedule(value)
         elif hasattr(value, "shape"):
             value = float(value)
         parts.append(f"{name}={value}")
     return f"{type(method).__name__}({', '.join(parts)})"
+
+
+#: The times at which a schedule's values are fingerprinted (:func:`_describe_schedule`).
+_SCHEDULE_PROBES = np.r_[0.0, np.geomspace(1e-3, 1e12, 61)]
+
+
+def _describe_schedule(schedule) -> str:
+    """A schedule σ(t) by its name and a digest of its values at :data:`_SCHEDULE_PROBES`, so
+    that two different schedules (two lambdas) never share a diagram's cache key."""
+    values = np.asarray(jax.vmap(schedule)(jnp.asarray(_SCHEDULE_PROBES)), dtype=np.float64)
+    digest = hashlib.sha256(values.tobytes()).hexdigest()[:12]
+    return f"<schedule {getattr(schedule, '__name__', type(schedule).__name__)} {digest}>"
 
 
 def _analysis_version() -> str:
@@ -143,7 +157,12 @@ def phase_diagram(
                 f"{', '.join(fields) or 'none'})."
             )
         if name == "sigma" and given[name] is not None and callable(method.sigma):
-            raise ValueError("`sigma`: the template's sigma is a schedule; pass a number.")
+            raise ValueError(
+                "`sigma`: the template `method` has a schedule sigma(t), which a diagram "
+                "keeps fixed: `sigma` can be an axis (or a fixed number) only for a constant "
+                "budget, e.g. flows.LESAM(0.35, rho_max); with a schedule leave `sigma` None "
+                "and sweep alpha, rho_max or depth."
+            )
     values = {k: _axis(k, v) for k, v in given.items() if v is not None}
     try:
         depths = np.atleast_1d(np.asarray(depth))

@@ -12,6 +12,7 @@ and the solve itself (always through :func:`flows.solve`; nothing here integrate
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,22 +24,13 @@ from flows._validate import WrongTypeError, as_array, check_int, is_traced, real
 
 
 def check_method(method) -> flows.AbstractMethod:
-    r"""A flows method the analysis can decide: LE-SAM only with a constant budget σ.
+    r"""A flows method the analysis can decide (any: LE-SAM also with a schedule σ(t)).
 
-    The analysis decides a regime on the rescaled flow, run to the collapse or the
-    escape, where the real time :math:`t(\tau)` diverges (it is carried only while
-    :math:`dt/d\tau<e^{30}`, :func:`flows.solve`): a schedule :math:`\sigma(t)` has no
-    value there, so it is refused with a ``ValueError`` naming ``method``.
+    A schedule is read at the real time :math:`t(\tau)`, which every solve carries
+    (:func:`flows.solve`) and every continuation starts from where the previous solve
+    ended (:meth:`flows.AbstractMethod.started_at`, docs/theory.md §5).
     """
-    method = _check_flows_method(method)
-    if isinstance(method, flows.LESAM) and callable(method.sigma):
-        raise ValueError(
-            "`method`: the analysis takes LE-SAM with a constant budget sigma (a number), "
-            "not a schedule sigma(t): it decides regimes on the rescaled flow, where the real "
-            "time t diverges at the escape and sigma(t) has no value; solve a schedule with "
-            "flows.solve."
-        )
-    return method
+    return _check_flows_method(method)
 
 
 def check_mu(mu) -> np.ndarray:
@@ -169,10 +161,14 @@ class Problem:
             )
         )
 
-    def restart(self, theta0, **options) -> "Problem":
-        """The same problem started from ``theta0`` (options updated by ``options``)."""
+    def restart(self, theta0, *, method=None, **options) -> "Problem":
+        """The same problem started from ``theta0`` (options updated by ``options``; the
+        method replaced by ``method`` if given, e.g. a schedule continued at a later time)."""
         return dataclasses.replace(
-            self, theta0=jnp.asarray(theta0), options={**self.options, **options}
+            self,
+            theta0=jnp.asarray(theta0),
+            method=self.method if method is None else check_method(method),
+            options={**self.options, **options},
         )
 
 
@@ -184,7 +180,8 @@ def log_growth_rates(method, data, loss, rescaled, theta, t=0.0):
     return jnp.where(dead, -jnp.inf, jnp.sum(v / safe, axis=0))
 
 
-_rates = jax.jit(log_growth_rates, static_argnums=(2, 3))
+# filter_jit: a schedule σ(t) in the method is a function, static (not an array argument)
+_rates = eqx.filter_jit(log_growth_rates)
 
 
 def single_example_problem(method, mu, alpha, depth, **options) -> Problem:

@@ -142,7 +142,8 @@ def decide(
        :func:`analysis._certify.trapped`, exact ℓ∞-SAM at even :math:`L` with every
        :math:`|w_{lj}|<\rho`, where every layer shrinks to 0 in finite time; a solve restarted
        from such a state cannot see the collapse relative to its own tiny start): ``collapse``;
-    2. status ``nonfinite`` (a solver failure): ``undetermined``;
+    2. status ``nonfinite`` (a solver failure) or ``sigma_negative`` (a schedule with no budget
+       left): ``undetermined``;
     3. ``stalled`` (:func:`analysis._certify.never_escapes`): ``stalled``;
     4. the shortcut of ``need`` (reported as ``sequential``);
     5. a state that has lost the exact flow's order (``intact`` False, from
@@ -163,7 +164,8 @@ def decide(
     elif need == "direct":
         code = jnp.where(visited_other, SEQUENTIAL, code)
     code = jnp.where(stalled, STALLED, code)
-    code = jnp.where(status == flows.Status.NONFINITE, UNDETERMINED, code)
+    failed = (status == flows.Status.NONFINITE) | (status == flows.Status.SIGMA_NEGATIVE)
+    code = jnp.where(failed, UNDETERMINED, code)
     return jnp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)
 
 
@@ -231,8 +233,12 @@ def regime_path(
 
     Each solve stops at ``escape_tol`` times its starting norm (default
     :func:`default_escape_tol`) or at ``t1`` (default :func:`budget`), and is then continued
-    if undecided. The regime is :func:`decide` of the facts. A run still undecided after
-    ``max_restarts`` is ``undetermined``, never guessed.
+    if undecided. A schedule σ(t) (LE-SAM) is read at the real time: each solve carries it
+    from its start, and the next starts from where it ended
+    (:meth:`flows.AbstractMethod.started_at`, docs/theory.md §5); a solve that meets
+    σ(t) < 0 stops with status ``sigma_negative`` and the run is ``undetermined``. The regime
+    is :func:`decide` of the facts. A run still undecided after ``max_restarts`` is
+    ``undetermined``, never guessed.
 
     Arguments:
         method: GD, L2SAM, LinfSAM or LESAM; its ρ (or σ) is the one used.
@@ -284,10 +290,13 @@ def regime_path(
     lead = int(invariant_leader(problem.method, theta0, mu, depth))
     intact = lambda th: bool(keeps_invariant_order(problem.method, theta0, th, mu, depth))  # noqa: E731
     sequence, times, offset, restarts, lost = None, [], 0.0, 0, False
+    schedule, t_real = problem.method, 0.0  # a schedule σ(t) is read on the real clock
     while True:
         t1_here = float(budget(theta, mu, bound, depth, restarts)) if t1 is None else t1
-        problem = problem.restart(theta, t1=t1_here)
+        problem = problem.restart(theta, method=schedule.started_at(t_real), t1=t1_here)
         traj = problem.solve()
+        if schedule.time_dependent:  # carried by the solve, from this pass's start
+            t_real += float(traj.t_real_end)
         sw = _switches(traj, problem.rates(theta))
         if sequence is None:
             sequence = [sw.initial]

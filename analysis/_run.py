@@ -152,9 +152,11 @@ def run(
         dict of ``code`` (index into :data:`analysis.REGIMES`), ``first`` / ``last``
         (:math:`j^\dagger` at :math:`\tau=0^+` by the tie rule, and at the end), ``n_switches``,
         ``times`` (``(max_switches,)``, NaN-padded; a change decided by the theorem in the final
-        blow-up has time NaN), ``passes``, ``status`` (of the last solve), ``t_end`` and
+        blow-up has time NaN), ``passes``, ``status`` (of the last solve), ``t_end``,
         ``leader`` (the settled leader of the escape, 0-based; -1 for a collapse, a stalled
-        or an undetermined run).
+        or an undetermined run) and ``t_real`` (the real time at the end, for a rule that
+        reads it, an LE-SAM schedule σ(t), whose every pass starts at the real time the last
+        one ended, :meth:`flows.AbstractMethod.started_at`; NaN otherwise).
     """
     _check_need(need)
     track = need in ("path", "direct")
@@ -178,7 +180,9 @@ def run(
         lost=jnp.asarray(False),
         status=jnp.zeros((), int),
         leader=-jnp.ones((), int),
+        t_real=jnp.zeros(()),
     )
+    scheduled = method.time_dependent
 
     def body(c):
         # Under vmap the loop body runs for every lane until the last one is decided and the
@@ -186,10 +190,14 @@ def run(
         # integrate (almost) nothing. Unvmapped the body never runs for a decided lane.
         t1 = budget(c["theta"], mu, bound, depth, c["passes"])
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
+        # a schedule σ(t) is read on the real clock, continued from where the last pass ended
+        here = method.started_at(c["t_real"])
         traj = flows.solve(
-            method, data, c["theta"], t1=t1, rescaled=True, loss=loss, options=solver_options
+            here, data, c["theta"], t1=t1, rescaled=True, loss=loss, options=solver_options
         )
         out = dict(c)
+        if scheduled:
+            out["t_real"] = c["t_real"] + traj.t_real_end
         if track:
             out.update(_track(traj, c, intact, target, max_switches, n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
@@ -226,6 +234,7 @@ def run(
         status=c["status"],
         t_end=c["t_end"],
         leader=jnp.where(decided_escape, c["leader"], -1),
+        t_real=c["t_real"] if scheduled else jnp.full((), jnp.nan),
     )
 
 

@@ -77,16 +77,26 @@ def solve_smooth(field, theta0, ts, t1, options):
     def condition(t, y, args):
         return jnp.where(is_representable(theta_of(y)), jnp.min(margins_fn(y)), -1.0)
 
+    # A schedule σ(t) stops the run where it falls below 0: an event of its own, whose
+    # margin is not compared with the others (it is 0 where an annealing has ended).
+    scheduled = field.method.time_dependent
+    if scheduled:
+        conditions = (lambda t, y, args: field.schedule_margin(t, y), condition)
+    else:
+        conditions = condition
     y0 = initial_state(theta0, field.clock)
     term = diffrax.ODETerm(lambda s, y, args: field(s, y))
     atol = options.atol_for(theta0)
     sol = _diffeqsolve(
-        term, options.solver, 0.0, t1, y0, None, ts, condition, options, atol, span=t1
+        term, options.solver, 0.0, t1, y0, None, ts, conditions, options, atol, span=t1
     )
     s_end, y_end, saved = _final(sol)
     # which event fired: the condition closest to (or past) zero at the event state
     codes = jnp.array([code for _, _, code in stops] + [Status.NONFINITE])
-    status = status_from_result(sol.result, codes[jnp.argmin(margins_fn(y_end))])
+    event_code = codes[jnp.argmin(margins_fn(y_end))]
+    if scheduled:
+        event_code = jnp.where(sol.event_mask[0], Status.SIGMA_NEGATIVE, event_code)
+    status = status_from_result(sol.result, event_code)
     status = jnp.where(is_representable(theta_of(y_end)), status, Status.NONFINITE)
     return _trajectory(
         field, ts, saved, s_end, y_end,

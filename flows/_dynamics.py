@@ -67,7 +67,25 @@ def _check_field_args(method, data, loss, theta, t, rescaled: bool):
     theta = check_theta(theta, data, "theta")
     if not is_traced(t):
         check_scalar("t", t)
+        no_budget = _no_budget(method, t)
+        if not is_traced(no_budget) and bool(no_budget):  # (traced inside any jit)
+            raise ValueError(
+                f"`t`: the schedule sigma(t) is negative at t = {float(t):g} "
+                f"(sigma = {float(method.sigma(t)):g}): the rule has no budget there."
+            )
     return theta
+
+
+def _no_budget(method, t):
+    """True where a schedule σ(t) is negative (:meth:`flows.LESAM.sigma_at` is NaN there)."""
+    if not method.time_dependent:
+        return jnp.asarray(False)
+    return jnp.isnan(method.sigma_at(t)) & ~jnp.isnan(method.sigma(t))
+
+
+def _defined(method, t, v):
+    """The field ``v``, NaN where the rule has no budget (a traced time with σ(t) < 0)."""
+    return jnp.where(_no_budget(method, t), jnp.nan, v)
 
 
 def velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
@@ -80,7 +98,8 @@ def velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
         theta: shape ``(L, d)``, finite; t: the time (LE-SAM schedules read it).
 
     Concrete arguments are validated (``ValueError`` naming the argument; NaN or
-    inf in ``theta`` is refused rather than returned as a NaN field).
+    inf in ``theta`` is refused rather than returned as a NaN field, and so is a time
+    where a schedule σ(t) is negative; a traced such time gives NaN).
 
     >>> import flows, numpy as np
     >>> data = flows.single_example([1.0, 2.0])
@@ -91,7 +110,7 @@ def velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t=0.0):
     True
     """
     theta = _check_field_args(method, data, loss, theta, t, rescaled=False)
-    return _velocity(method, data, loss, theta, t)
+    return _defined(method, t, _velocity(method, data, loss, theta, t))
 
 
 def _rescaled(method: AbstractMethod, data: Dataset, loss: str, theta, t):
@@ -119,7 +138,7 @@ def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t
     [[0.5, 1.0], [0.5, 1.0]]
     """
     theta = _check_field_args(method, data, loss, theta, t, rescaled=True)
-    return _rescaled(method, data, loss, theta, t)[0]
+    return _defined(method, t, _rescaled(method, data, loss, theta, t)[0])
 
 
 def _velocity(method, data, loss, theta, t=0.0):
@@ -182,13 +201,24 @@ class Field(eqx.Module):
         dynamic, static = eqx.partition(self, eqx.is_array)
         return _evaluate(dynamic, static, s, y)
 
+    def rule_time(self, s, y):
+        """The time the rule reads at integration time ``s`` in the state ``y``: the carried
+        real time :math:`t(\tau)` (rescaled flow with its clock), else ``s``."""
+        return real_time(y[1]) if self.rescaled and self.clock else s
+
+    def schedule_margin(self, s, y):
+        """The schedule's stopping condition (:meth:`flows.LESAM.schedule_margin`) at the time
+        the rule reads; positive while σ >= 0. Only for a time-dependent rule."""
+        return self.method.schedule_margin(self.rule_time(s, y))
+
     def _evaluate(self, s, y):
         if not self.rescaled:
             return _velocity(self.method, self.data, self.loss, y, s)
         if not self.clock:
             return _rescaled(self.method, self.data, self.loss, y, s)[0]
         theta, clock = y
-        v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, real_time(clock))
+        t = self.rule_time(s, y)
+        v, theta_hat = _rescaled(self.method, self.data, self.loss, theta, t)
         return v, clock_rate(self.loss, self.data, theta_hat)
 
 

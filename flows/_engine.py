@@ -18,7 +18,8 @@ steps and agree to rounding (:func:`flows.solve` with ``backend="diffrax"``):
   and first-same-as-last stage;
 * the step size controller is diffrax's PID controller (``pcoeff`` 0.4, ``icoeff``
   1, safety 0.9, factors in [0.2, 10], error order 5) on the RMS norm of
-  :math:`e_k/(\mathrm{atol}+\mathrm{rtol}\max(|y_{0,k}|,|y_{1,k}|))`, with its first
+  :math:`e_k/(\mathrm{atol}+\mathrm{rtol}\max(|y_{0,k}|,|y_{1,k}|))` (the clock's
+  excess part counted as 0, :func:`flows._options.error_norm`), with its first
   step (0.01), its end-of-interval clipping (100 ulp) and the non-finite handling of
   :class:`flows._options.FiniteController`;
 * the saved states are the interpolant of the step that covers each saving time;
@@ -778,7 +779,8 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 bad[w] = 1.0 if abs(e) == np.inf else bad[w]
                 cand = y[i, w] if nan_y1[w] != 0.0 else yi[i, w]
                 v = e / (atol[w] + max(abs(y[i, w]), abs(cand)) * rtol)
-                err[w] += v * v
+                if not (clock and i == ns - 1):  # the clock's o: flows._options.error_norm
+                    err[w] += v * v
         _going_lanes(yi, going, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, V[0], V[1],
                      S[0])  # fmt: skip
         # per lane: the controller, saving, the event, the end of the trajectory

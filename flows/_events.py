@@ -7,6 +7,7 @@ Filippov) take their conditions, root finder and status mapping from here.
 """
 
 import diffrax
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optimistix as optx
@@ -29,10 +30,28 @@ class Bisection(optx.Bisection):
     batch members without an event, which diffrax root-finds under ``vmap`` too.
     """
 
+    def init(self, fn, y, args, options, f_struct, aux_struct, tags):
+        f_struct = jax.tree.leaves(f_struct)[0]
+        return super().init(_summed(fn), y, args, options, f_struct, aux_struct, tags)
+
+    def step(self, fn, y, args, options, state, tags):
+        return super().step(_summed(fn), y, args, options, state, tags)
+
     def terminate(self, fn, y, args, options, state, tags):
         del fn, args, options, tags
         small = jnp.abs(state.lower - state.upper) < self.atol + self.rtol * jnp.abs(y)
         return small, optx.RESULTS.successful
+
+
+def _summed(fn):
+    """``fn`` with its output summed over its leaves: diffrax root-finds a tuple of conditions
+    as the tuple with every condition but the one that fired set to 0 (:func:`diffrax_event`)."""
+
+    def scalar(y, args):
+        out, aux = fn(y, args)
+        return sum(jax.tree.leaves(out)), aux
+
+    return scalar
 
 
 #: The event time is located to EVENT_RTOL·|t| + EVENT_ATOL·T, T the run's time span
@@ -44,7 +63,8 @@ EVENT_ATOL = 1e-20
 def diffrax_event(condition, span) -> diffrax.Event:
     r"""A diffrax event at the first downcrossing of 0 by ``condition(t, y, args)``.
 
-    One scalar condition, positive while the run goes on, located by :class:`Bisection` to
+    One scalar condition (or a tuple of them, each its own event: ``sol.event_mask`` says which
+    fired), positive while the run goes on, located by :class:`Bisection` to
     :math:`10^{-13}|t|+10^{-20}T` (``EVENT_RTOL``, ``EVENT_ATOL``), with :math:`T` =
     ``span`` the run's time span (e.g. :math:`t_1`; traceable; the smallest normal float64 is
     added, so that a span of 0 still terminates). The absolute part is relative to the span so
@@ -55,8 +75,10 @@ def diffrax_event(condition, span) -> diffrax.Event:
     :math:`\log_2(10^{20})\approx67` halvings of a bracket within the span.
     """
     atol = EVENT_ATOL * jnp.abs(span) + np.finfo(np.float64).tiny
+    conditions = condition if isinstance(condition, tuple) else (condition,)
+    cond_fn = tuple(lambda t, y, args, c=c, **kw: c(t, y, args) for c in conditions)
     return diffrax.Event(
-        lambda t, y, args, **kw: condition(t, y, args),
+        cond_fn if isinstance(condition, tuple) else cond_fn[0],
         root_finder=Bisection(rtol=EVENT_RTOL, atol=atol, flip=True),
         direction=False,
     )

@@ -50,7 +50,9 @@ def iterate(
         ``status`` is ``ok``, or ``nonfinite`` if any iterate (saved or not) had a
         non-finite :math:`\theta` or :math:`\beta(\theta)`: β can overflow while every
         weight is finite (a huge ``lr``), and the margins, the loss and the
-        gradient are then no longer the true ones.
+        gradient are then no longer the true ones; or ``sigma_negative`` where a
+        schedule has :math:`\sigma(k\eta)<0`: the updates stop before step :math:`k`
+        (``t_end`` = :math:`k\eta`, ``n_steps`` = k, later saved iterates NaN).
 
     >>> import flows
     >>> data = flows.single_example([1.0, 2.0])
@@ -73,30 +75,39 @@ def iterate(
 
 @eqx.filter_jit
 def _iterate(method, data, theta0, lr, *, steps, every, loss):
+    scheduled = method.time_dependent
+    never = steps + 1  # `stop` while no step met σ(k·lr) < 0
+
     def chunk(carry, _):
-        theta, k, ok = carry
+        theta, k, ok, stop = carry
 
         def step(i, state):
-            theta, ok = state
-            theta = euler_step(method, data, loss, theta, lr, k + i)
-            return theta, ok & is_representable(theta)
+            theta, ok, stop = state
+            if scheduled:  # the update at k·lr reads σ(k·lr): none where it is negative
+                negative = method.schedule_margin((k + i) * lr) <= 0
+                stop = jnp.where((stop == never) & negative, k + i, stop)
+            new = euler_step(method, data, loss, theta, lr, k + i)
+            theta = jnp.where(stop == never, new, theta)
+            return theta, ok & is_representable(theta), stop
 
-        theta, ok = lax.fori_loop(0, every, step, (theta, ok))
-        return (theta, k + every, ok), theta
+        theta, ok, stop = lax.fori_loop(0, every, step, (theta, ok, stop))
+        return (theta, k + every, ok, stop), theta
 
     ok0 = is_representable(theta0)
-    (theta_end, _, ok), saved = lax.scan(chunk, (theta0, 0, ok0), None, length=steps // every)
+    carry0 = (theta0, 0, ok0, jnp.asarray(never))
+    (theta_end, _, ok, stop), saved = lax.scan(chunk, carry0, None, length=steps // every)
     thetas = jnp.concatenate([theta0[None], saved])
     ts = jnp.arange(steps // every + 1) * (every * lr)
-    status = jnp.where(ok, Status.OK, Status.NONFINITE)
+    stopped = stop < never
+    status = jnp.where(stopped, Status.SIGMA_NEGATIVE, jnp.where(ok, Status.OK, Status.NONFINITE))
     return make_trajectory(
         ts,
         thetas,
         data,
         loss,
         status=status,
-        t_end=ts[-1],
+        t_end=jnp.where(stopped, stop * lr, ts[-1]),
         theta_end=theta_end,
-        n_steps=steps,
+        n_steps=jnp.minimum(stop, steps),
         n_rejected=0,
     )

@@ -81,11 +81,19 @@ class AbstractMethod(eqx.Module):
         """The rule's parameters by name (:data:`flows._rules.PARAMS`; absent ones are 0)."""
         return {}
 
+    def started_at(self, t0) -> "AbstractMethod":
+        """This rule on a clock that starts at the real time ``t0`` (itself for a rule that
+        ignores the time; see :meth:`LESAM.started_at`)."""
+        del t0
+        return self
+
     def _epsilon(self, grad, unit, norm, grad_scale, t=0.0):
-        """:func:`flows._rules.epsilon` of this method's rule, in JAX."""
+        r""":func:`flows._rules.epsilon` of this method's rule, in JAX.
+
+        A schedule is read as :math:`\max(\sigma(t),0)` (:meth:`LESAM.rule_sigma`)."""
         p = {k: 0.0 for k in _rules.PARAMS} | self.rule_params()
         if "sigma" in p and callable(p["sigma"]):
-            p["sigma"] = p["sigma"](t)
+            p["sigma"] = self.rule_sigma(t)
         return _rules.jax_epsilon(self.rule, grad, unit, norm, grad_scale, *p.values())
 
     @abc.abstractmethod
@@ -223,6 +231,50 @@ class LinfSAM(AbstractMethod):
         return self._epsilon(grad, grad, 1.0, grad_scale, t)
 
 
+def check_schedule(sigma):
+    r"""``sigma`` if it is a schedule :math:`\sigma(t)` that JAX can trace, else ``ValueError``.
+
+    A schedule is read inside compiled solvers, at traced times: it must be written with
+    ``jax.numpy`` operations on ``t`` (no ``float(t)``, no Python ``if`` on ``t``) and give
+    a real scalar for a scalar ``t``. It is traced once here, on an abstract float64 scalar
+    (:func:`jax.eval_shape`: nothing is computed), so that an untraceable schedule is
+    refused where it is given, naming ``sigma``.
+    """
+    t = jax.ShapeDtypeStruct((), jnp.float64)
+    try:
+        out = jax.eval_shape(sigma, t)
+    except jax.errors.JAXTypeError as err:  # float(t), `if t > 1`, ...: not traceable
+        first = str(err).strip().splitlines()[0]
+        raise ValueError(
+            "`sigma` must be a JAX-traceable function of the time t (jnp operations; no "
+            f"float(t), no Python `if` on t); tracing it failed: {type(err).__name__}: {first}"
+        ) from None
+    except Exception as err:  # a schedule that cannot be called on a time
+        raise ValueError(
+            f"`sigma` must be a callable σ(t) of the time; calling it failed: {err!r}."
+        ) from err
+    shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
+    if shape != () or dtype is None or not jnp.issubdtype(dtype, jnp.number):
+        raise ValueError(f"`sigma` must return a real scalar for a scalar time t; got {out!r}.")
+    if jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(f"`sigma` must return a real scalar; got dtype {dtype}.")
+    return sigma
+
+
+class Shifted(eqx.Module):
+    r"""The schedule :math:`t\mapsto\sigma(t_0+t)`: σ read on a clock that starts at :math:`t_0`.
+
+    ``t0`` is an array leaf, so that runs continued from different real times share one
+    compilation and ``t0`` can be traced (:meth:`LESAM.started_at`).
+    """
+
+    schedule: Callable
+    t0: jax.Array
+
+    def __call__(self, t):
+        return self.schedule(self.t0 + t)
+
+
 class LESAM(AbstractMethod):
     r"""LE-SAM (loss-equated SAM): :math:`\varepsilon=\rho_t\,g/\lVert g\rVert_2` with
 
@@ -234,8 +286,10 @@ class LESAM(AbstractMethod):
 
     Arguments:
         sigma: loss budget :math:`\sigma\ge0`, a number or a schedule ``sigma(t)``
-            (a JAX-traceable callable of the time; the discrete update passes
-            ``t = k * lr``).
+            (a JAX-traceable callable of the time, checked here by :func:`check_schedule`;
+            the discrete update passes ``t = k * lr``, the rescaled flow the real time
+            :math:`t(\tau)`). A run stops where a schedule falls below 0, with status
+            ``sigma_negative`` (:class:`flows.Status`).
         rho_max: cap :math:`\rho_{\max}\ge0` on the radius.
         eps: stabiliser :math:`\varrho>0` (the reference implementation uses 1e-12).
 
@@ -252,7 +306,7 @@ class LESAM(AbstractMethod):
 
     def __init__(self, sigma, rho_max, eps=1e-12):
         if callable(sigma):
-            self.sigma = sigma
+            self.sigma = check_schedule(sigma)
         else:
             try:
                 self.sigma = _param("sigma", sigma)
@@ -270,11 +324,49 @@ class LESAM(AbstractMethod):
         return callable(self.sigma)
 
     def sigma_at(self, t):
-        """The loss budget σ(t); NaN where a schedule is negative (the run ends ``nonfinite``)."""
+        """The loss budget σ(t); NaN where a schedule is negative (no budget is defined there)."""
         if not callable(self.sigma):
             return self.sigma
         value = jnp.asarray(self.sigma(t), dtype=jnp.float64)
         return jnp.where(value >= 0, value, jnp.nan)
+
+    def rule_sigma(self, t):
+        r"""The budget the rule reads, :math:`\max(\sigma(t),0)` (NaN stays NaN).
+
+        Continuous where σ is, so that a solver step can straddle the time where a schedule
+        falls below 0; the run stops there, located by its event (:meth:`schedule_margin`,
+        status ``sigma_negative``), and no state past it is reported.
+        """
+        if not callable(self.sigma):
+            return self.sigma
+        return jnp.maximum(jnp.asarray(self.sigma(t), dtype=jnp.float64), 0.0)
+
+    def schedule_margin(self, t):
+        r"""The stopping condition of a schedule: :math:`\sigma(t)+\epsilon_{\min}`.
+
+        Positive while :math:`\sigma(t)\ge0` (:math:`\epsilon_{\min}`, the smallest normal
+        float64, keeps a schedule that reaches 0 and stays there, e.g. an annealing, from
+        stopping the run); its downcrossing of 0 is the event ``sigma_negative``. NaN where
+        σ is NaN (the field is NaN there too: ``nonfinite``).
+        """
+        value = jnp.asarray(self.sigma(t), dtype=jnp.float64)
+        return value + jnp.finfo(jnp.float64).tiny
+
+    def started_at(self, t0) -> "LESAM":
+        r"""This rule with the schedule read from the real time ``t0`` on: :math:`\sigma(t_0+t)`.
+
+        A run continued from a state reached at real time :math:`t_0` (the analysis layer's
+        passes) solves from clock 0 with this method. Itself for a constant σ. ``t0`` may be
+        traced; :math:`t_0=\infty` (a clock past its cap, :func:`flows._dynamics.real_time`)
+        reads :math:`\sigma(\infty)`.
+        """
+        if not callable(self.sigma):
+            return self
+        base, start = self.sigma, 0.0
+        if isinstance(base, Shifted):
+            base, start = base.schedule, base.t0
+        shifted = Shifted(base, start + jnp.asarray(t0, dtype=jnp.float64))
+        return eqx.tree_at(lambda m: m.sigma, self, shifted)
 
     rule: ClassVar[int] = _rules.LE
 

@@ -12,6 +12,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 
 from . import _rk
 from ._validate import check_int, real_number
@@ -201,9 +202,7 @@ class SolverOptions(eqx.Module):
         real_time: bool | str = "auto",
     ):
         if not isinstance(backend, str) or backend not in BACKENDS:
-            raise ValueError(
-                f"`backend` must be 'diffrax', 'scipy' or 'numba'; got {backend!r}."
-            )
+            raise ValueError(f"`backend` must be 'diffrax', 'scipy' or 'numba'; got {backend!r}.")
         self.backend = backend
         self.solver = _check_solver(solver, backend)
         self.rtol = _check_tol("rtol", rtol, 0.0, 1.0)
@@ -262,12 +261,12 @@ class SolverOptions(eqx.Module):
         Integral coefficient 1 for explicit solvers, 0.3 for implicit ones (diffrax's
         recommendations), proportional 0.4; ``atol`` from :meth:`atol_for`. Steps
         rejected again and again for a non-finite field stop the run
-        (:class:`FiniteController`).
+        (:class:`FiniteController`). The error norm is :func:`error_norm`.
         """
         implicit = isinstance(self.solver, diffrax.AbstractImplicitSolver)
         return FiniteController(
             rtol=self.rtol, atol=atol, pcoeff=0.4, icoeff=0.3 if implicit else 1.0,
-            implicit=implicit,
+            implicit=implicit, norm=error_norm,
         )  # fmt: skip
 
     def dynamic(self) -> "SolverOptions":
@@ -298,6 +297,25 @@ OPTION_DEFAULTS = {
     k: p.default for k, p in inspect.signature(SolverOptions.__init__).parameters.items()
     if k != "self"
 }  # fmt: skip
+
+
+def error_norm(scaled):
+    r"""The RMS norm of the scaled error estimate, the real-time clock's excess part counted as 0.
+
+    The clock state :math:`(t, o)` of the rescaled flow (:func:`flows._dynamics.clock_rate`)
+    ends with :math:`o=\int\max(0,\log(dt/d\tau)-30)\,d\tau`, whose only use is its sign
+    (:math:`t=\infty` once :math:`o>0`). It is exactly 0 until the rate reaches its cap and
+    then grows from 0 with a kink, so its local error estimate is of the order of :math:`o`
+    itself: no relative tolerance accepts it, only ``atol``, and with a small ``atol`` (1e-31)
+    the steps at the cap shrank to 0 and the run spent its budget there (``max_steps``).
+    It is left out of the error control (its entry is 0 and still counted, so that every run
+    takes the same steps as before until the cap; the numba engine and the scipy backend
+    do the same). θ and :math:`t` are controlled as before.
+    """
+    if isinstance(scaled, tuple):
+        theta, clock = scaled
+        scaled = (theta, clock.at[..., 1].set(0.0))
+    return optx.rms_norm(scaled)
 
 
 class FiniteController(diffrax.PIDController):

@@ -204,6 +204,16 @@ def _status(sol, codes, theta_end):
     return scipy_status(sol, codes, bool(is_representable(jnp.asarray(theta_end))))
 
 
+def _atols(atol, size, clock):
+    """``solve_ivp``'s absolute tolerance per component: ``atol``, and no error control on the
+    clock's excess part o (its last component; :func:`flows._options.error_norm`)."""
+    if not clock:
+        return atol
+    atols = np.full(size, atol)
+    atols[-1] = np.inf
+    return atols
+
+
 def solve_smooth(field, theta0, ts, t1, options):
     """Integrate a smooth field with one ``solve_ivp`` (the reference)."""
     flat = _Flat(theta0.shape, field.clock)
@@ -213,9 +223,14 @@ def solve_smooth(field, theta0, ts, t1, options):
     fun = lambda s, z: np.asarray(_flat_call(fn, flat, np.asarray(s), z))  # noqa: E731
     jac = lambda s, z: np.asarray(_flat_jacobian(fn, flat, np.asarray(s), z))  # noqa: E731
     events, codes, _ = _stop_events(field.data, field.loss, theta0, options, field.rescaled, flat)
+    if field.method.time_dependent:  # σ(t) falling below 0 stops the run (as diffrax)
+        margin = jax.jit(lambda s, z: field.schedule_margin(s, flat.unravel(z)))
+        on_sigma = lambda s, z: float(margin(np.asarray(s), z))  # noqa: E731
+        on_sigma.terminal, on_sigma.direction = True, -1
+        events, codes = [on_sigma, *events], [Status.SIGMA_NEGATIVE, *codes]
     codes.append(Status.MAX_STEPS)
     z0 = np.asarray(flat.ravel(initial_state(theta0, field.clock)))
-    atol = float(options.atol_for(theta0))
+    atol = _atols(float(options.atol_for(theta0)), z0.size, field.clock)
     sol = _solve_ivp(fun, jac, 0.0, t1, z0, events, options, atol, options.max_steps)
     tsn = np.asarray(ts)
     out = np.full((tsn.shape[0], z0.size), np.nan)
@@ -261,7 +276,7 @@ def solve_filippov(system, theta0, ts, t1, options):
     scale = float(system.time_unit)
     tsu, t1u = tsn / scale, float(t1) / scale
     z = np.asarray(flat.ravel(initial_state(theta0, system.clock)))
-    atol = float(options.atol_for(theta0))
+    atol = _atols(float(options.atol_for(theta0)), z.size, system.clock)
     out = np.full((tsn.shape[0], z.size), np.nan)
     out[tsn == 0] = z
     s, mode = 0.0, system.initial_mode(theta0)  # s: the time in the unit T (u)

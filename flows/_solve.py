@@ -126,7 +126,9 @@ def solve(
 
     The rescaled flow of a time-dependent rule (an LE-SAM schedule σ(t)) carries
     the real time along and reads the rule there (``traj.t_real``; for other rules
-    on request, ``SolverOptions(real_time=True)``).
+    on request, ``SolverOptions(real_time=True)``). A schedule that falls below 0 stops
+    the run where it does (an event, located like the others; or at the start), with
+    status ``sigma_negative`` and ``t_real_end`` that time; a concrete run also warns.
 
     Arguments:
         method: a method instance (``GD()``, ``L2SAM(rho)``, ...).
@@ -209,7 +211,7 @@ def solve(
         else:
             field = Field(method, data, loss, rescaled, clock)
             traj = driver.solve_smooth(field, theta0, ts, t1, options)
-    traj = _converged_at_start(traj, theta0, data, loss, options.loss_tol)
+    traj = _stopped_at_start(traj, theta0, *_start_stop(method, theta0, data, loss, options))
     if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
         warnings.warn(
             "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "
@@ -218,22 +220,46 @@ def solve(
             "flow keeps the in-phase selection. See Trajectory.ambiguous.",
             stacklevel=2,
         )
+    if not is_traced(traj.status) and np.any(np.asarray(traj.status) == Status.SIGMA_NEGATIVE):
+        warnings.warn(
+            f"LE-SAM: the schedule sigma(t) < 0 at t = {float(traj.t_real_end):.10g} (real "
+            "time): the rule has no budget there, and the run stopped at that time with status "
+            "'sigma_negative'.",
+            stacklevel=2,
+        )
     return traj
 
 
-def _converged_at_start(traj: Trajectory, theta0, data, loss, loss_tol) -> Trajectory:
-    r"""The run of a start with :math:`\mathcal L(\theta_0)\le` ``loss_tol``: ``converged`` at 0.
+def _start_stop(method, theta0, data, loss, options):
+    r"""``(stopped, status)`` of a run that must stop at its start, or ``(None, None)``.
 
-    The loss event fires where the loss crosses ``loss_tol`` downwards, which a
-    run that starts below it never does; such a run stopped at once: status
-    ``converged``, ``t_end = t_real_end = 0``, ``theta_end = θ₀``, no steps, no
-    saved state after 0 and a dense output reduced to the point 0. Applied as
-    a selection, so that it holds under ``jax.jit``/``jax.vmap`` too.
+    * ``sigma_negative``: a schedule with :math:`\sigma(0)<0` (the time the rule reads at
+      the start is 0; a continued run's schedule is shifted, :meth:`flows.LESAM.started_at`).
+      Its event fires only where σ crosses 0 during the run.
+    * ``converged``: :math:`\mathcal L(\theta_0)\le` ``loss_tol``. The loss event fires where
+      the loss crosses ``loss_tol`` downwards, which a run that starts below it never does.
     """
-    if loss_tol is None:
-        return traj
-    at_start = objective(theta0, data, loss) <= loss_tol
-    if not is_traced(at_start) and not bool(at_start):
+    stops = []
+    if method.time_dependent:
+        stops.append((method.schedule_margin(0.0) <= 0, Status.SIGMA_NEGATIVE))
+    if options.loss_tol is not None:
+        stops.append((objective(theta0, data, loss) <= options.loss_tol, Status.CONVERGED))
+    if not stops:
+        return None, None
+    stopped, status = stops[-1][0], jnp.asarray(stops[-1][1])
+    for flag, code in reversed(stops[:-1]):  # the first one listed wins
+        stopped, status = stopped | flag, jnp.where(flag, code, status)
+    return stopped, status
+
+
+def _stopped_at_start(traj: Trajectory, theta0, at_start, status) -> Trajectory:
+    r"""The run of a start that must stop at once (:func:`_start_stop`): ``status`` at 0.
+
+    Such a run stopped at once: ``t_end = t_real_end = 0``, ``theta_end = θ₀``, no steps, no
+    saved state after 0 and a dense output reduced to the point 0. Applied as a selection,
+    so that it holds under ``jax.jit``/``jax.vmap`` too.
+    """
+    if at_start is None or (not is_traced(at_start) and not bool(at_start)):
         return traj
     kept = ~at_start | (traj.ts <= 0.0)  # saved times the run reached
 
@@ -249,7 +275,7 @@ def _converged_at_start(traj: Trajectory, theta0, data, loss, loss_tol) -> Traje
         traj,
         (
             mask(traj.thetas), mask(traj.beta), mask(traj.loss), mask(traj.t_real),
-            pick(Status.CONVERGED, traj.status), pick(zero, traj.t_end),
+            pick(status, traj.status), pick(zero, traj.t_end),
             pick(theta0, traj.theta_end),
         ),
     )  # fmt: skip
@@ -291,36 +317,21 @@ SCHEDULE_CHECKS = 1025
 
 
 def _check_schedule(method, t1, rescaled=False):
-    r"""An LE-SAM schedule σ(t) must be traceable and give a number >= 0 (finite at the ends).
+    r"""An LE-SAM schedule σ(t) must give a number >= 0 (finite at the ends) before a run.
 
+    (That it can be traced is checked where it is given, :func:`flows._methods.check_schedule`.)
     It is evaluated under ``jax.vmap`` on :data:`SCHEDULE_CHECKS` times spread over
-    :math:`[0, t_1]` (the real clock of a plain run; for a rescaled run, whose real
-    time is not known in advance, the same values of the clock): a schedule that
-    cannot be traced (``float(t)``, a Python ``if`` on ``t``) or that is negative at
-    one of them is refused naming ``sigma``, and so is one that is not finite at
-    0 or :math:`t_1`. Between and beyond these times, the field reads a negative
-    σ(t) as NaN (:meth:`flows.LESAM.sigma_at`): such a run ends ``nonfinite``.
+    :math:`[0, t_1]` (the real clock of a plain run; for a rescaled run, whose real time is
+    not known in advance, the same values of the clock): a schedule negative at one of them
+    is refused naming ``sigma``, and so is one that is not finite at 0 or :math:`t_1`.
+    Between and beyond these times the run itself stops where σ falls below 0 (status
+    ``sigma_negative``, located by its event; :meth:`flows.LESAM.schedule_margin`).
     """
-    if not isinstance(method, LESAM) or not callable(method.sigma) or is_traced(t1):
+    if not isinstance(method, LESAM) or not callable(method.sigma) or is_traced((method.sigma, t1)):
         return
     del rescaled  # the same times: see the docstring
     times = np.linspace(0.0, float(t1), SCHEDULE_CHECKS)
-    try:
-        values = np.asarray(jax.vmap(method.sigma)(jnp.asarray(times)), dtype=float)
-    except jax.errors.JAXTypeError as err:  # float(t), `if t > 1`, ...: not traceable
-        first = str(err).strip().splitlines()[0]
-        raise ValueError(
-            "`sigma` must be a JAX-traceable function of the time t (jnp operations; no "
-            f"float(t), no Python `if` on t); tracing it failed: {type(err).__name__}: {first}"
-        ) from None
-    except Exception as err:  # a schedule that cannot be called on a time
-        raise ValueError(
-            f"`sigma` must be a callable σ(t) of the time; calling it failed: {err!r}."
-        ) from err
-    if values.shape != times.shape:
-        raise ValueError(
-            f"`sigma` must return a scalar for a scalar time t; got shape {values.shape[1:]}."
-        )
+    values = np.asarray(jax.vmap(method.sigma)(jnp.asarray(times)), dtype=float)
     for i in (0, -1):
         if not np.isfinite(values[i]):
             raise ValueError(

@@ -26,6 +26,9 @@ class Status:
                    scipy's event root finder not converging)
     sliding_f 6    ``sliding_failed``: the Newton solve for a Filippov sliding
                    control (ℓ∞-SAM) left a residual
+    sigma_neg 7    ``sigma_negative``: an LE-SAM schedule σ(t) fell below 0 at
+                   the real time ``t_real_end`` (located by root finding, or
+                   already at the start); the rule has no budget past it
     ========= ==== =====================================================
     """
 
@@ -36,15 +39,17 @@ class Status:
     MAX_STEPS = 4
     NONFINITE = 5
     SLIDING_FAILED = 6
+    SIGMA_NEGATIVE = 7
     NAMES = (
-        "ok", "collapsed", "escaped", "converged", "max_steps", "nonfinite", "sliding_failed"
+        "ok", "collapsed", "escaped", "converged", "max_steps", "nonfinite", "sliding_failed",
+        "sigma_negative",
     )  # fmt: skip
 
     @classmethod
     def name(cls, code) -> str | np.ndarray:
         """Readable name(s) for an integer code or an array of codes.
 
-        Codes 0..6 are the statuses above; -1, the fill of :func:`flows.sweep` for a point whose
+        Codes 0..7 are the statuses above; -1, the fill of :func:`flows.sweep` for a point whose
         evaluation raised (no status), reads ``"failed"``. Anything else is a ``ValueError``.
         """
         try:

@@ -22,6 +22,60 @@ def cosine_sigma(t):
     return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 2.0, 1.0)))
 
 
+def lesam_schedule_l2(mu, alpha, rho_max, sigma, *, t_max, w_max=1e3, collapse=1e-6, t_stop=None):
+    r"""An independent reference: the balanced L = 2 LE-SAM rescaled flow with a schedule σ(t)
+    read on the real clock, written out by hand (docs/theory.md §4, §5) and solved with scipy.
+
+    State (w, t): both layers equal w (the flow keeps them equal), ``m = Σ μ_j w_j²``,
+    ``∇m = μ⊙w`` per layer (``‖∇m‖ = √2‖μ⊙w‖``), ``‖∇L‖ = ‖∇m‖/(1+e^m)`` (logistic),
+    ``ρ_t = min(σ(t)/(‖∇L‖ + 1e-12), ρ_max)``, ``ŵ = w − ρ_t μ⊙w/‖∇m‖``,
+    ``dw/dτ = μ⊙ŵ``, ``dt/dτ = 1 + e^{m(ŵ)}``. Stops (terminal events) when ``‖w‖`` falls to
+    ``collapse`` times its start (the collapse event of flows.solve), ``max w`` reaches
+    ``w_max``, or the real time t reaches ``t_stop`` (if given). DOP853, rtol 1e-12, dense
+    output; ``σ`` is called on Python floats.
+    """
+    mu = np.asarray(mu, dtype=float)
+
+    def f(tau, y):
+        w, t = y[:-1], y[-1]
+        norm_gm = np.sqrt(2.0) * np.linalg.norm(mu * w)
+        grad = norm_gm / (1.0 + np.exp(mu @ (w * w)))
+        rho = min(float(sigma(t)) / (grad + 1e-12), rho_max)
+        hat = w - rho * mu * w / norm_gm
+        return np.append(mu * hat, 1.0 + np.exp(mu @ (hat * hat)))
+
+    y0 = np.append(np.full(mu.size, float(alpha)), 0.0)
+    down = lambda tau, y: np.linalg.norm(y[:-1]) / np.linalg.norm(y0[:-1]) - collapse  # noqa: E731
+    up = lambda tau, y: np.max(y[:-1]) - w_max  # noqa: E731
+    late = lambda tau, y: y[-1] - (np.inf if t_stop is None else t_stop)  # noqa: E731
+    down.terminal = up.terminal = late.terminal = True
+    down.direction, up.direction, late.direction = -1, 1, 1
+    return scipy.integrate.solve_ivp(
+        f, (0.0, t_max), y0, method="DOP853", rtol=1e-12, atol=1e-15 * alpha, dense_output=True,
+        events=[down, up, late],
+    )  # fmt: skip
+
+
+def annealed_switches(mu, alpha, rho_max, sigma, t_off):
+    r"""(sequence, switch times τ) of j† for :func:`lesam_schedule_l2` with a schedule that is 0
+    from the real time ``t_off`` on: scipy until t = t_off (changes by :func:`argmax_changes`),
+    then GD's flow, :math:`w_j(\tau)=w_j(\tau_0)e^{\mu_j(\tau-\tau_0)}`, whose overtakes of the
+    leader are closed forms, until argmax μ leads."""
+    mu = np.asarray(mu, dtype=float)
+    sol = lesam_schedule_l2(mu, alpha, rho_max, sigma, t_max=1e3, t_stop=t_off)
+    assert sol.status == 1 and sol.t_events[2].size == 1  # it reached t = t_off
+    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
+    sequence, times = argmax_changes(w_part)
+    times, tau0, w = list(times), sol.t[-1], sol.y[:-1, -1]
+    while sequence[-1] != np.argmax(mu):  # the earliest overtake of the leader a
+        a = sequence[-1]
+        after = {k: np.log(w[a] / w[k]) / (mu[k] - mu[a]) for k in range(mu.size) if mu[k] > mu[a]}
+        k = min(after, key=after.get)
+        sequence.append(k)
+        times.append(tau0 + after[k])
+    return sequence, np.array(times), tau0
+
+
 def all_methods():
     """One instance of every method (ids for pytest parametrisation)."""
     return {

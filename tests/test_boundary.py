@@ -13,7 +13,7 @@ import pytest
 import analysis
 import flows
 from analysis import _boundary
-from tests.helpers import reduced_l2sam, reduced_l2sam_alpha_c
+from tests.helpers import cosine_sigma, lesam_schedule_l2, reduced_l2sam, reduced_l2sam_alpha_c
 
 MU = [1.0, 2.0, 3.0, 4.0, 5.0]
 SQ2 = np.sqrt(2.0)
@@ -215,3 +215,30 @@ def test_capped_lesam_is_l2sam_at_rho_max():
     # ℓ2-SAM(ρ_max) exactly; by scale invariance its α_c is ρ_max times ℓ2-SAM's α_c at ρ = 1.
     lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, rtol=1e-8)
     assert abs(lesam / (0.2 * reduced_l2sam_alpha_c()) - 1) <= 3e-8  # the reduction's k_c
+
+
+def _collapses_under(sigma, alpha, rho_max=0.3, mu=(1.0, 2.0, 3.0)):
+    """The regime of the reference run (tests/helpers.lesam_schedule_l2): True for a collapse,
+    False for an escape (some w_j reached ρ_max, the escape certificate of docs/theory.md §12)."""
+    sol = lesam_schedule_l2(mu, alpha, rho_max, sigma, t_max=1e3, w_max=rho_max)
+    assert sol.status == 1, sol.message  # an event ended it
+    return sol.t_events[0].size == 1
+
+
+def test_critical_alpha_under_a_cosine_schedule_matches_an_independent_bisection():
+    """LE-SAM with the annealed σ(t) = σ₀(1 + cos(π t/T))/2 read on the real clock: α_c against a
+    bisection written here on the hand-written flow, the two brackets (each 1e-4 wide) overlap.
+    The schedule matters: under the constant budget σ₀ the upper end collapses instead."""
+    mu, rho_max, rtol, bracket = [1.0, 2.0, 3.0], 0.3, 1e-4, (0.05, 0.12)
+    lo, hi = bracket
+    assert _collapses_under(cosine_sigma, lo) and not _collapses_under(cosine_sigma, hi)
+    assert _collapses_under(lambda t: 0.35, hi)
+    while hi - lo > rtol * lo:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _collapses_under(cosine_sigma, mid) else (lo, mid)
+    out = analysis.critical_alpha(
+        flows.LESAM(cosine_sigma, rho_max), mu, bracket=bracket, rtol=rtol, points=2,
+        full_output=True,
+    )  # fmt: skip
+    assert out.exists and out.bracket[1] - out.bracket[0] <= rtol * out.bracket[0]
+    assert out.bracket[0] <= hi and lo <= out.bracket[1], (out.bracket, (lo, hi))

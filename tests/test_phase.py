@@ -5,7 +5,7 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import reduced_l2sam_switches
+from tests.helpers import annealed_switches, cosine_sigma, reduced_l2sam_switches
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 
@@ -86,3 +86,23 @@ def test_phase_diagram_bad_input(kwargs, name):
     args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0], alpha=[0.5, 1.0], progress=False) | kwargs
     with pytest.raises(ValueError, match=name):
         analysis.phase_diagram(**args)
+
+
+def test_phase_diagram_with_a_fixed_schedule_over_alpha():
+    """LE-SAM with the annealed σ(t) held fixed, swept over α (and ρ_max fixed): the real clock
+    is carried pass to pass. α = 0.08 collapses (below α_c ≈ 0.0910, tests/test_boundary.py);
+    α = 0.1 is sequential with the switches of the hand-written flow
+    (tests/helpers.annealed_switches)."""
+    ds = analysis.phase_diagram(
+        flows.LESAM(cosine_sigma, 0.3), [1.0, 2.0, 3.0], alpha=[0.08, 0.1], rho_max=0.3,
+        progress=False,
+    )  # fmt: skip
+    regimes = ds.attrs["regimes"].split()
+    assert [regimes[c] for c in ds["code"].values] == ["collapse", "sequential"]
+    assert "<schedule cosine_sigma " in ds.attrs["method"]
+    sequence, times, _ = annealed_switches([1.0, 2.0, 3.0], 0.1, 0.3, cosine_sigma, 2.0)
+    point = ds.sel(alpha=0.1)
+    assert [int(point["first"]), int(point["last"]), int(point["n_switches"])] == [
+        sequence[0], sequence[-1], len(sequence) - 1,
+    ]  # fmt: skip
+    np.testing.assert_allclose(point["times"].values[: len(times)], times, rtol=1e-7)

@@ -17,7 +17,7 @@ import flows
 
 DATA = flows.single_example([1.0, 2.0, 3.0])
 TH = flows.balanced_init(0.5, 2, 3)
-SCHEDULED = flows.LESAM(lambda t: 0.35 / (1.0 + t), 0.3)  # σ(t): refused by the analysis
+SCHEDULED = flows.LESAM(lambda t: 0.35 / (1.0 + t), 0.3)  # σ(t): fixed in a phase diagram
 
 
 def _solve(**kw):
@@ -48,9 +48,8 @@ def _solve(**kw):
         ("params['a']", lambda: flows.sweep(lambda a: {"y": a}, {"a": ["x", "y"]})),
         ("mu", lambda: analysis.regime_path(flows.L2SAM(1.0), [1e-310, 1.0], 0.5)),
         ("mu", lambda: analysis.phase_diagram(flows.L2SAM(1.0), [1e-310, 2.0], alpha=[0.2])),
-        ("method", lambda: analysis.regime_path(SCHEDULED, [1.0, 2.0, 3.0], 0.5)),
-        ("method", lambda: analysis.critical_alpha(SCHEDULED, [1.0, 2.0, 3.0])),
-        ("method", lambda: analysis.phase_diagram(SCHEDULED, [1.0, 2.0], alpha=[0.2, 0.4])),
+        ("sigma", lambda: analysis.phase_diagram(SCHEDULED, [1.0, 2.0], alpha=0.2, sigma=[0.1])),
+        ("sigma", lambda: flows.LESAM(lambda t: 0.1 * float(t), 0.3)),
     ],
 )
 def test_refused_naming_the_argument(name, call):
@@ -71,7 +70,6 @@ def test_schedules_are_checked_where_they_are_evaluated():
     with pytest.raises(ValueError, match=r"`sigma` .* >= 0 .*sigma\(1\.57"):
         flows.solve(cosine, DATA, TH, t1=5.0)
     assert float(cosine.sigma_at(1.0)) == pytest.approx(0.35 * np.cos(1.0), rel=1e-15)
-    assert np.isnan(cosine.sigma_at(2.0))  # a time no check saw: the run ends nonfinite
-    untraceable = flows.LESAM(lambda t: 0.1 * float(t), 0.3)
+    assert np.isnan(cosine.sigma_at(2.0))  # no budget: a run stops there (sigma_negative)
     with pytest.raises(ValueError, match="`sigma` must be a JAX-traceable function"):
-        flows.solve(untraceable, DATA, TH, t1=1.0)
+        flows.LESAM(lambda t: 0.1 * float(t), 0.3)  # where it is given

@@ -16,7 +16,14 @@ from hypothesis import strategies as st
 
 import analysis
 import flows
-from tests.helpers import all_methods, argmax_changes, reduced_l2sam, reduced_l2sam_switches
+from tests.helpers import (
+    all_methods,
+    annealed_switches,
+    argmax_changes,
+    cosine_sigma,
+    reduced_l2sam,
+    reduced_l2sam_switches,
+)
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 SQ2 = np.sqrt(2.0)
@@ -331,3 +338,18 @@ def test_regime_path_is_scale_invariant(depth, k, alpha):
     lam = 10.0**k
     r = analysis.regime_path(flows.L2SAM(lam), MU, alpha * lam, depth=depth)
     assert (r.regime, r.status, r.sequence) == _twin_at_scale_one(depth, alpha)
+
+
+def test_regime_path_under_a_schedule_continues_on_the_real_clock():
+    """LE-SAM with the annealed σ(t) (0 from t = T = 2 on) read on the real clock, solved in
+    passes of τ = 0.25: each pass must start its schedule at the real time where the last one
+    ended. The sequence and switch times of j† against the hand-written flow solved in one
+    piece until T, then GD's closed forms (tests/helpers.annealed_switches)."""
+    mu, alpha = [1.0, 2.0, 3.0], 0.1
+    sequence, times, tau_T = annealed_switches(mu, alpha, 0.3, cosine_sigma, 2.0)
+    # the switches come after T, from the state the schedule left at τ_T ≈ 0.99 (4 passes)
+    assert sequence == [0, 1, 2] and tau_T < times[0]
+    r = analysis.regime_path(flows.LESAM(cosine_sigma, 0.3), mu, alpha, t1=0.25)
+    assert r.restarts > 10 and r.regime == "sequential"
+    assert r.sequence == sequence
+    np.testing.assert_allclose(r.times, times, rtol=1e-7)

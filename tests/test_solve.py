@@ -1,10 +1,13 @@
 """diffrax against scipy, and event times against closed forms (issue 2, test 2)."""
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.optimize
 
 import flows
-from tests.helpers import separable_data, smooth_methods
+from tests.helpers import cosine_sigma, lesam_schedule_l2, separable_data, smooth_methods
 
 TOL = dict(rtol=1e-10, atol=1e-12)
 
@@ -262,3 +265,73 @@ def test_new_tolerances_reuse_the_compiled_solver():
         runs[tol] = int(traj.n_steps)
     assert len(compiled) <= 1, compiled  # the first run's, if this worker had none yet
     assert runs[1e-4] < runs[1e-6]  # rtol 1e-6 against 1e-10 on a longer run
+
+
+MU3 = [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_a_schedule_falling_below_zero_stops_the_run_where_it_does(backend):
+    """σ(t) = 0.35 cos t read on the real clock of the rescaled flow: the τ grid [0, 0.5] that
+    flows.solve checks before the run sees only σ > 0, the real time passes π/2 at τ ≈ 0.35.
+    The run must stop there, status sigma_negative, t_real_end = π/2 (the root of cos), with a
+    warning naming the time; never `ok` (it read the negative σ as a radius before)."""
+    method = flows.LESAM(lambda t: 0.35 * jnp.cos(t), 0.3)
+    data, theta0 = flows.single_example(MU3), flows.balanced_init(0.4, 2, 3)
+    with pytest.warns(UserWarning, match=r"sigma\(t\) < 0 at t = 1\.5707963"):
+        traj = flows.solve(method, data, theta0, t1=0.5, rescaled=True, backend=backend)
+    assert traj.status_name == "sigma_negative"
+    assert float(traj.t_real_end) == pytest.approx(np.pi / 2, rel=1e-9)
+    assert 0 < float(traj.t_end) < 0.5
+    assert np.all(np.isnan(np.asarray(traj.thetas)[~np.asarray(traj.reached)]))
+
+
+def test_a_schedule_negative_at_the_start_of_a_continued_run_stops_it_there():
+    """A run whose schedule starts where σ < 0 (a pass continued at real time 2 > π/2) stops at
+    once, sigma_negative, under jax.jit too (the start is checked as a selection)."""
+    method = flows.LESAM(lambda t: 0.35 * jnp.cos(t), 0.3)
+    data, theta0 = flows.single_example(MU3), flows.balanced_init(0.4, 2, 3)
+
+    @jax.jit
+    def status(t0):
+        return flows.solve(method.started_at(t0), data, theta0, t1=0.1, rescaled=True).status
+
+    assert [flows.Status.NAMES[int(status(t0))] for t0 in (2.0, 0.0)] == ["sigma_negative", "ok"]
+
+
+def test_iterate_stops_before_the_first_step_with_a_negative_budget():
+    """Discrete updates read σ(kη): with σ = 0.35 cos t and η = 0.1, steps 0..15 (t ≤ 1.5 < π/2)
+    are taken and step 16 (t = 1.6 > π/2) is not."""
+    method = flows.LESAM(lambda t: 0.35 * jnp.cos(t), 0.3)
+    traj = flows.iterate(method, flows.single_example(MU3), flows.balanced_init(0.4, 2, 3),
+                         lr=0.1, steps=30)  # fmt: skip
+    assert traj.status_name == "sigma_negative" and int(traj.n_steps) == 16
+    assert float(traj.t_end) == pytest.approx(1.6, rel=1e-15)
+    assert np.array_equal(np.asarray(traj.theta_end), np.asarray(traj.thetas[16]))
+    assert np.all(np.isnan(np.asarray(traj.thetas[17:])))
+
+
+def test_an_untraceable_schedule_is_refused_naming_sigma():
+    with pytest.raises(ValueError, match="`sigma` must be a JAX-traceable function"):
+        flows.LESAM(lambda t: 0.1 * float(t), 0.3)
+    with pytest.raises(ValueError, match="`sigma` must return a real scalar"):
+        flows.LESAM(lambda t: jnp.stack([t, t]), 0.3)
+
+
+@pytest.mark.parametrize("backend", ["diffrax", "scipy"])
+def test_a_tiny_atol_passes_the_real_clocks_cap(backend):
+    """atol = 1.2e-31 on the cosine schedule: the real clock reaches its rate cap e^30 at
+    τ ≈ 0.65, where its excess part starts from exactly 0 with a kink; error-controlled, the
+    steps shrank to 0 there and the run ended max_steps. It must escape (‖θ‖ = 10‖θ₀‖) at the τ
+    of the hand-written flow (tests/helpers.lesam_schedule_l2; brentq on its dense output)."""
+    method, alpha = flows.LESAM(cosine_sigma, 0.3), 0.5
+    data, theta0 = flows.single_example(MU3), flows.balanced_init(alpha, 2, 3)
+    norm0 = np.linalg.norm(np.full(3, alpha))
+    ref = lesam_schedule_l2(MU3, alpha, 0.3, cosine_sigma, t_max=10.0, w_max=10 * norm0)
+    tau = scipy.optimize.brentq(
+        lambda s: np.linalg.norm(ref.sol(s)[:-1]) - 10 * norm0, 0.0, ref.t[-1], xtol=1e-14
+    )
+    traj = flows.solve(method, data, theta0, t1=10.0, rescaled=True, escape_tol=10.0,
+                       atol=1.2e-31, rtol=1e-10, backend=backend, max_steps=20_000)  # fmt: skip
+    assert traj.status_name == "escaped" and float(traj.t_real_end) == np.inf
+    assert float(traj.t_end) == pytest.approx(tau, rel=1e-7)
