@@ -94,8 +94,8 @@ def _start_index(alpha, depth, rho=1.0):
     [(3, 0.1, 4), (5, 0.05, 4), (3, 0.35, 1), (5, 0.3, 0), (2, 0.5, 2), (4, 0.3, 0)],
 )
 def test_excursion_starts_on_the_major_coordinate_sequential_on_a_minor_one(depth, alpha, start):
-    """Small odd-depth starts lead with the major coordinate (the even power L − 1 of
-    1 − κμ_j favours the largest μ_j when κμ_j > 2) and make a minor excursion: ``excursion``,
+    """Small odd-depth starts lead with the major coordinate (κ is large, and with L − 1 even
+    the rate μ_j(1 − κμ_j)^{L−1} ≈ κ^{L−1}μ_j^L grows with μ_j) and make a minor excursion: ``excursion``,
     not minor first. Larger odd-depth starts, and every escape at even depth, start on a minor
     coordinate: ``sequential``. Independent: the j† sequence of the reduced flow (scipy, its own
     vector field) and the start rate by hand."""
