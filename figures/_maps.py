@@ -10,7 +10,8 @@ they depend on :math:`\alpha/\rho` only, so they are computed at :math:`\rho=1`.
 :math:`j^\dagger` maps read :math:`\arg\max_j|\beta_j|` along each run on the norm clock
 :math:`s` of :func:`analysis.norm_clock` (:math:`s=\tau` at :math:`L=2`; at :math:`L\ge3` it
 sends the finite-τ blow-up to :math:`s=\infty`), and mark every switch of
-:func:`analysis.regime_path`. Indices are 0-based here and drawn 1-based.
+:func:`analysis.regime_path`; the minor-first map draws GD's from the same starts beside
+ℓ2-SAM's. Indices are 0-based here and drawn 1-based.
 
 ``collapse_tol`` is ``1e-3`` rather than flows' default ``1e-6``: a collapse to
 :math:`10^{-3}\lVert\theta_0\rVert` is already certain for these runs at :math:`L=2` (every
