@@ -95,10 +95,10 @@ def _start_index(alpha, depth, rho=1.0):
 )
 def test_excursion_starts_on_the_major_coordinate_sequential_on_a_minor_one(depth, alpha, start):
     """Small odd-depth starts lead with the major coordinate (κ is large, and with L − 1 even
-    the rate μ_j(1 − κμ_j)^{L−1} ≈ κ^{L−1}μ_j^L grows with μ_j) and make a minor excursion: ``excursion``,
-    not minor first. Larger odd-depth starts, and every escape at even depth, start on a minor
-    coordinate: ``sequential``. Independent: the j† sequence of the reduced flow (scipy, its own
-    vector field) and the start rate by hand."""
+    the rate μ_j(1 − κμ_j)^{L−1} ≈ κ^{L−1}μ_j^L grows with μ_j) and make a minor excursion:
+    ``excursion``, not minor first. Larger odd-depth starts, and every escape at even depth,
+    start on a minor coordinate: ``sequential``. Independent: the j† sequence of the reduced
+    flow (scipy, its own vector field) and the start rate by hand."""
     assert _start_index(alpha, depth) == start
     expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
     assert expected[0] == start and expected[-1] == 4 and len(expected) > 1
