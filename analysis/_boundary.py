@@ -30,7 +30,7 @@ from ._problem import (
     check_mu,
     check_positive,
 )
-from ._regime import COLLAPSE, SEQUENTIAL, STALLED, UNDETERMINED
+from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED
 from ._run import run, run_options, start_code
 
 KINDS = ("collapse", "direct")
@@ -262,7 +262,8 @@ def boundary(
         max_steps=check_count("max_steps", max_steps),
         escape_tol=escape_tol,
     )
-    below_codes = (COLLAPSE, STALLED) if kind == "collapse" else (COLLAPSE, STALLED, SEQUENTIAL)
+    not_direct = (COLLAPSE, STALLED, SEQUENTIAL, EXCURSION)
+    below_codes = (COLLAPSE, STALLED) if kind == "collapse" else not_direct
 
     def flags(ps):
         pairs = [_check_family(family, float(p), mu.size) for p in ps]

@@ -132,8 +132,12 @@ def phase_diagram(
     Returns:
         ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then
         ``alpha``, ``rho``, ``sigma``, ``rho_max`` as given) and variables ``code`` (an index
-        into ``attrs["regimes"]``: collapse, sequential, direct, minor, undetermined),
-        ``first`` / ``last`` (:math:`j^\dagger`, 0-based), ``n_switches``, ``times`` (dimension
+        into ``attrs["regimes"]``, the table :data:`analysis.REGIMES` of
+        :func:`analysis.regime_code`: collapse, sequential, direct, minor, stalled,
+        undetermined, excursion; ``sequential`` runs start on a minor index,
+        :math:`j^\dagger(0^+)\ne\arg\max\mu`, ``excursion`` runs start on the major one and
+        leave it before they settle there), ``first`` / ``last`` (:math:`j^\dagger`, 0-based),
+        ``n_switches``, ``times`` (dimension
         ``switch``, NaN-padded), ``status``, ``passes``, ``t_end``. ``attrs`` hold the method,
         μ, the loss, the tolerances and the package versions; ``ds.to_netcdf(path)`` saves it.
 

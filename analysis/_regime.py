@@ -32,9 +32,10 @@ from ._problem import (
     single_example_problem,
 )
 
-#: The regime names, indexed by the integer codes of :func:`regime_code` (one table).
-REGIMES = ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
-COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = range(len(REGIMES))
+#: The regime names, indexed by the integer codes of :func:`regime_code` (one table). Codes
+#: 0-5 are those of earlier versions (files on disk hold them); ``excursion`` was added last.
+REGIMES = ("collapse", "sequential", "direct", "minor", "stalled", "undetermined", "excursion")
+COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED, EXCURSION = range(len(REGIMES))
 
 #: τ budget of one solve, in units of :func:`analysis._certify.time_scale` (the field's own
 #: time unit, 1/min μ at L = 2), times ``T_GROWTH`` to the number of continuations: a run that
@@ -84,27 +85,36 @@ def budget(theta, mu, bound, depth: int, restarts):
     return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth), T_MAX)
 
 
-def regime_code(collapsed, settled, leader, visited_other, target):
+def regime_code(collapsed, settled, leader, visited_other, target, first):
     r"""The regime code (an index into :data:`REGIMES`) of one run from its decided facts.
+
+    With :math:`j^\dagger(0^+)=` ``first`` (the tie rule of :func:`analysis.dominant_index`) and
+    ``target`` :math:`=\arg\max\mu`:
 
     * ``collapse``: the run collapsed (status ``collapsed``: the origin is reached and the
       loss stays at :math:`\ell(0)`);
-    * ``direct``: it escaped, :math:`j^\dagger` is settled on ``target``
-      (:math:`\arg\max\mu`) and never visited another index;
-    * ``sequential``: settled on ``target`` after visiting another index;
+    * ``direct``: it escaped, :math:`j^\dagger` is settled on ``target`` and never visited
+      another index;
+    * ``sequential``: settled on ``target`` after starting on another index,
+      :math:`j^\dagger(0^+)\ne\arg\max\mu` (minor first, major last);
+    * ``excursion``: settled on ``target`` after starting on it, :math:`j^\dagger(0^+)=\arg\max\mu`,
+      and visiting another index in between (ℓ2-SAM at odd :math:`L` from a small start:
+      5 → 4 → 5; the major coordinate leads first, so it is not minor first);
     * ``minor``: settled on another index (a minor feature wins, e.g. ℓ∞-SAM, claim C2);
     * ``stalled``: certified never to escape nor reach the origin (ℓ∞-SAM at odd :math:`L` with
       every :math:`\alpha_j<\rho`: each weight creeps up to the equilibrium :math:`\rho`;
       :func:`analysis._certify.never_escapes`), set by :func:`decide`;
     * ``undetermined``: neither a collapse nor a settled escape within the budget.
 
-    Traceable (``jnp.where``), so batches classify with the same rule.
+    ``visited_other`` is whether :math:`j^\dagger` was ever another index than ``target``
+    (``first`` included). Traceable (``jnp.where``), so batches classify with the same rule.
 
     >>> import analysis
-    >>> [analysis.REGIMES[int(analysis.regime_code(c, s, 2, v, 2))]
-    ...  for c, s, v in ((True, False, False), (False, True, True), (False, True, False))]
-    ['collapse', 'sequential', 'direct']
-    >>> analysis.REGIMES[int(analysis.regime_code(False, True, 0, True, 2))]
+    >>> [analysis.REGIMES[int(analysis.regime_code(c, s, 2, v, 2, f))]
+    ...  for c, s, v, f in ((True, False, False, 2), (False, True, True, 0),
+    ...                     (False, True, False, 2), (False, True, True, 2))]
+    ['collapse', 'sequential', 'direct', 'excursion']
+    >>> analysis.REGIMES[int(analysis.regime_code(False, True, 0, True, 2, 0))]
     'minor'
     """
     for name, value, kinds in (
@@ -113,9 +123,11 @@ def regime_code(collapsed, settled, leader, visited_other, target):
         ("leader", leader, "iu"),
         ("visited_other", visited_other, "b"),
         ("target", target, "iu"),
+        ("first", first, "iu"),
     ):
         check_kind(name, value, kinds)
-    escaped = jnp.where(leader != target, MINOR, jnp.where(visited_other, SEQUENTIAL, DIRECT))
+    on_target = jnp.where(first != target, SEQUENTIAL, jnp.where(visited_other, EXCURSION, DIRECT))
+    escaped = jnp.where(leader != target, MINOR, on_target)
     return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
 
 
@@ -127,6 +139,7 @@ def decide(
     intact,
     theorem_leader,
     visited_other,
+    first,
     target,
     need,
     stalled=False,
@@ -145,18 +158,19 @@ def decide(
     2. status ``nonfinite`` (a solver failure) or ``sigma_negative`` (a schedule with no budget
        left): ``undetermined``;
     3. ``stalled`` (:func:`analysis._certify.never_escapes`): ``stalled``;
-    4. the shortcut of ``need`` (reported as ``sequential``);
+    4. the shortcut of ``need`` (reported as ``sequential``: escaped, or not direct);
     5. a state that has lost the exact flow's order (``intact`` False, from
        :func:`analysis._certify.keeps_invariant_order`) takes the leader of the theorem
        (``theorem_leader`` >= 0, :func:`analysis._certify.invariant_leader`) once the escape is
        certified, and is otherwise continued (a collapse does not depend on the order);
-    6. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``.
+    6. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``, with
+       ``visited_other`` and ``first`` (:math:`j^\dagger(0^+)`) as tracked so far.
 
     A solve that spent its time or step budget (``ok``, ``max_steps``: e.g. the stiff approach
     to the origin at even :math:`L\ge4`, where the normalised perturbation turns as
     :math:`\rho/\lVert w\rVert`) or stopped at its escape threshold is continued.
     """
-    code_of = lambda k: regime_code(False, True, k, visited_other, target)  # noqa: E731
+    code_of = lambda k: regime_code(False, True, k, visited_other, target, first)  # noqa: E731
     by_theorem = jnp.where(escaped & (theorem_leader >= 0), code_of(theorem_leader), -1)
     code = jnp.where(intact, jnp.where(settled, code_of(leader), -1), by_theorem)
     if need == "escape":
@@ -321,7 +335,16 @@ def regime_path(
         visited = any(j != target for j in sequence)
         stalled = bool(never_escapes(problem.method, theta, depth))
         code = int(
-            decide(int(traj.status), *facts, visited, target, "path", stalled, bool(np.all(trap)))
+            decide(
+                int(traj.status),
+                *facts,
+                visited,
+                sequence[0],
+                target,
+                "path",
+                stalled,
+                bool(np.all(trap)),
+            )  # fmt: skip
         )
         if code >= 0 or restarts >= max_restarts:
             break
@@ -348,7 +371,8 @@ def regime_path(
 
 
 def regime(method, mu, alpha, depth: int = 2, **kwargs) -> str:
-    r"""``"collapse"``, ``"sequential"``, ``"direct"``, ``"minor"`` or ``"undetermined"``.
+    r"""One of :data:`REGIMES`: ``"collapse"``, ``"sequential"``, ``"direct"``, ``"excursion"``,
+    ``"minor"``, ``"stalled"`` or ``"undetermined"``.
 
     The regime of :func:`regime_path` (which also returns the sequence of dominant indices and
     the switch times), by the one table :func:`regime_code`.

@@ -95,14 +95,14 @@ def start_code(method, data, theta0, *, depth: int, need: str = "escape", loss: 
     bound = perturbation_bound(method)
     trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound, depth)
     if need == "escape":  # j† is not tracked; an escape overrides any settled leader
-        other = jnp.asarray(False)
+        first = target
     else:
-        rates = log_growth_rates(method, data, loss, True, theta0)
-        other = initial_index(theta0, rates) != target
+        first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
     lead = invariant_leader(method, theta0, mu, depth)
     code = decide(
-        jnp.asarray(flows.Status.OK), escaped, settled, leader, jnp.asarray(True), lead, other,
-        target, "path" if need == "limit" else need, stalled, jnp.all(trap),
+        jnp.asarray(flows.Status.OK), escaped, settled, leader, jnp.asarray(True), lead,
+        first != target, first, target, "path" if need == "limit" else need, stalled,
+        jnp.all(trap),
     )  # fmt: skip
     return jnp.asarray(code, int)
 
@@ -143,7 +143,7 @@ def run(
             :math:`j^\dagger` is not tracked) or ``"limit"`` (decide the regime and the
             settled leader as ``"path"`` does, without tracking :math:`j^\dagger` in between:
             ``sequential`` and ``direct`` then only say whether :math:`j^\dagger(0^+)` was
-            already the major index).
+            already the major index, and ``excursion`` is never reported).
         n_grid: points per solve on which :math:`j^\dagger` is read.
         max_passes: solves allowed.
         max_switches: switch times kept (``n_switches`` counts them all).
@@ -203,7 +203,7 @@ def run(
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
         trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound, depth)
         code = decide(
-            traj.status, escaped, settled, leader, ~lost, lead, out["other"], target,
+            traj.status, escaped, settled, leader, ~lost, lead, out["other"], first, target,
             "path" if need == "limit" else need, stalled, jnp.all(trap),
         )  # fmt: skip
         out.update(

@@ -6,7 +6,7 @@ summary from here, and :data:`figures.FIGURES` its order.
 """
 
 SUMMARIES: dict[str, str] = {
-    "regime_map": "ℓ2-SAM regimes against depth L = 2..8 over α/ρ, with k_c, k_direct and the "
+    "regime_map": "ℓ2-SAM regimes against depth L = 1..8 over α/ρ, with k_c, k_direct and the "
     "(ρ, α) rays",
     "minor_first": "α against rescaled time τ coloured by j†(τ) at ρ = 1, L = 2, every switch "
     "marked",

@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 
 # Regime classes drawn by the maps: the codes of analysis.REGIMES (one definition); their
 # fills are figures._style.REGIME_FILLS.
-COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED = (
+COLLAPSE, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED, EXCURSION = (
     analysis.REGIMES.index(name)
-    for name in ("collapse", "sequential", "direct", "minor", "stalled", "undetermined")
-)
+    for name in (
+        "collapse", "sequential", "direct", "minor", "stalled", "undetermined", "excursion"
+    )
+)  # fmt: skip
 REGIME_NAMES = (
     "collapse (R1)",
     "sequential (R2)",
@@ -40,7 +42,10 @@ REGIME_NAMES = (
     "minor wins",
     "stalled",
     "undetermined",
+    "major first, minor excursion",
 )
+#: The legend's order of the regimes: by the scale at which they occur along α at fixed ρ.
+LEGEND_ORDER = (COLLAPSE, EXCURSION, SEQUENTIAL, DIRECT, MINOR, STALLED, UNDETERMINED)
 REGIME_COLORS = regime_colors(analysis.REGIMES)
 
 
@@ -50,12 +55,8 @@ def regime_cmap():
 
 
 def regime_handles(present):
-    """Legend entries of the regime codes in ``present``, in the order of analysis.REGIMES."""
-    return [
-        fill_handle(REGIME_COLORS[k], REGIME_NAMES[k])
-        for k in range(len(REGIME_NAMES))
-        if k in present
-    ]
+    """Legend entries of the regime codes in ``present``, in :data:`LEGEND_ORDER`."""
+    return [fill_handle(REGIME_COLORS[k], REGIME_NAMES[k]) for k in LEGEND_ORDER if k in present]
 
 
 def draw_regimes(ax, x_edges, y_edges, codes):

@@ -10,7 +10,8 @@ they depend on :math:`\alpha/\rho` only, so they are computed at :math:`\rho=1`.
 :math:`j^\dagger` maps read :math:`\arg\max_j|\beta_j|` along each run on the norm clock
 :math:`s` of :func:`analysis.norm_clock` (:math:`s=\tau` at :math:`L=2`; at :math:`L\ge3` it
 sends the finite-τ blow-up to :math:`s=\infty`), and mark every switch of
-:func:`analysis.regime_path`. Indices are 0-based here and drawn 1-based.
+:func:`analysis.regime_path`; the minor-first map draws GD's from the same starts beside
+ℓ2-SAM's. Indices are 0-based here and drawn 1-based.
 
 ``collapse_tol`` is ``1e-3`` rather than flows' default ``1e-6``: a collapse to
 :math:`10^{-3}\lVert\theta_0\rVert` is already certain for these runs at :math:`L=2` (every
@@ -69,7 +70,8 @@ ESCAPE_PATH = {2: 1e60, 3: 1e4, 4: 1e4}
 MAX_STEPS = 4096  # dense output: a few hundred steps per run
 LATE_STEP = 1.15  # a switch after a run stopped is drawn past its end, at s_end · LATE_STEP^k
 # The regimes over (L, α/ρ) at ρ = 1 (figure 1), whose cells bracket the boundary searches.
-DEPTHS = (list(range(2, 9)), [2, 3])  # full, quick
+# L = 1 is the depth-free reference: dβ/dτ = μ whatever the perturbation (docs/theory.md §15).
+DEPTHS = (list(range(1, 9)), [1, 2, 3])  # full, quick
 K_RANGE = (0.05, 3.0)  # α/ρ: below every k_c, above every k_direct of L = 2..8
 N_K = (96, 10)
 # Boundary searches inside one cell of that grid (ratio 1.044; quick 1.57): a scan of K_POINTS
@@ -119,8 +121,9 @@ def boundaries(ctx: Context, depths=None) -> dict:
     boundaries at ``depths`` (default: all of :func:`depth_phase`):
     :func:`analysis.critical_alpha` / :func:`analysis.direct_alpha` at :math:`\rho=1`, each
     searched inside the cell pair of :func:`depth_phase` where the regime changes (rtol
-    ``K_RTOL``), two searches at a time. ``k_c`` is NaN where the column has no collapse (odd
-    :math:`L`: the weights never decrease). Memoised: the figures share each search."""
+    ``K_RTOL``), two searches at a time. A boundary is NaN where the column has no cell below
+    it: ``k_c`` at odd :math:`L` (the weights never decrease), both at :math:`L=1` (every start
+    is direct). Memoised: the figures share each search."""
     all_depths, k, code = depth_phase(ctx)
     depths = list(all_depths) if depths is None else list(depths)
     below = {"collapse": code == COLLAPSE, "direct": code != analysis.REGIMES.index("direct")}
@@ -133,8 +136,8 @@ def boundaries(ctx: Context, depths=None) -> dict:
             if (*key, L, kind) in _BOUNDARIES:
                 continue
             change = np.flatnonzero(flags[i, :-1] != flags[i, 1:])
-            if change.size == 0 and kind == "collapse" and not flags[i, 0]:
-                _BOUNDARIES[(*key, L, kind)] = np.nan  # no collapse cell in the column: no k_c
+            if change.size == 0 and not flags[i, 0]:
+                _BOUNDARIES[(*key, L, kind)] = np.nan  # no cell below it in the column: none
                 continue
             if change.size != 1 or not flags[i, 0]:
                 raise RuntimeError(f"regime map: no single {kind} boundary at L = {L}.")
@@ -158,14 +161,14 @@ def boundaries(ctx: Context, depths=None) -> dict:
     return {L: tuple(_BOUNDARIES[(*key, L, kind)] for kind in below) for L in depths}
 
 
-def path_point(alpha, s, depth=2, n_tau=300):
-    r"""One :math:`j^\dagger` map row, ℓ2-SAM at :math:`\rho=s` from :math:`\alpha`:
+def path_point(alpha, s, depth=2, n_tau=300, method=None):
+    r"""One :math:`j^\dagger` map row, ℓ2-SAM at :math:`\rho=s` (or ``method``) from :math:`\alpha`:
     :math:`j^\dagger` at the clock values ``tau_grid(depth, n_tau)`` (:func:`analysis.norm_clock`;
     :math:`s=\tau` at :math:`L=2`), -2 after a collapse and -1 after the run stopped (escape,
     blow-up); ``tau`` is τ at those clock values (NaN after the end), ``s_end`` / ``t_end`` the
     clock and τ at the end."""
     traj = flows.solve(
-        flows.L2SAM(s),
+        flows.L2SAM(s) if method is None else method,
         DATA,
         flows.balanced_init(alpha, depth, MU.size),
         t1=T1[depth],
@@ -200,6 +203,17 @@ def cost_order(points):
     """Sweep order: by scale invariance the cost depends on α/ρ (or α/σ) only (ρ = 1 if fixed)."""
     scale = next((points[k] for k in ("s", "rho", "sigma") if k in points), 1.0)
     return np.log(points["alpha"] / scale)
+
+
+def _log_cells(ax, x, y, **labels):
+    """Log axes spanning the cells around the grid values ``x`` and ``y``, and ``labels``."""
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(cell_edges(x)[0], cell_edges(x)[-1]),
+        ylim=(cell_edges(y)[0], cell_edges(y)[-1]),
+        **labels,
+    )
 
 
 def _pcolor_classes(ax, x, y, cls):
@@ -261,8 +275,8 @@ def _k_mark(ax, x, k, kind, half=0.42):
 
 
 def draw_regime_map(data: dict):
-    fig = new_figure(FULL_WIDTH, 2.75)
-    ax, bx = fig.subplots(1, 2, width_ratios=[2.1, 1])
+    fig = new_figure(FULL_WIDTH, 3.4)
+    ax, bx = fig.subplots(1, 2, width_ratios=[2.3, 1])
     depths, k = data["depths"], data["k"]
     edges = cell_edges(k)
     for i, L in enumerate(depths):
@@ -275,10 +289,10 @@ def draw_regime_map(data: dict):
             ax.plot([1.5], [value], **SYMPY_STYLE[name], zorder=4)
     ax.set(
         yscale="log",
-        xlim=(1.35, depths[-1] + 0.5),
+        xlim=(depths[0] - 0.5, depths[-1] + 0.5),
         ylim=(edges[0], edges[-1]),
         xticks=depths,
-        xlabel=r"depth $L$ (odd $L$: no collapse, no $k_c$)",
+        xlabel=r"depth $L$ (odd $L$: no collapse, no $k_c$; $L=1$: no boundary)",
         ylabel=r"$\alpha/\rho$",
     )
     ax.tick_params(axis="x", length=0)
@@ -288,7 +302,8 @@ def draw_regime_map(data: dict):
     alpha, rho = data["alpha"], data["rho"]
     _pcolor_classes(bx, rho, alpha, data["plane"])
     line = np.array([rho[0] / 2, rho[-1] * 2])
-    k_l2 = {"collapse": data["k_c"][0], "direct": data["k_direct"][0]}  # depths start at 2
+    two = int(np.flatnonzero(depths == 2)[0])
+    k_l2 = {"collapse": data["k_c"][two], "direct": data["k_direct"][two]}
     for kind, kv in k_l2.items():
         bx.plot(line, kv * line, **{**K_STYLE[kind], "marker": None})
         bx.plot(
@@ -296,11 +311,10 @@ def draw_regime_map(data: dict):
             kv * rho[[len(rho) // 6, len(rho) // 2]],
             **{**K_STYLE[kind], "ls": ""},
         )
-    bx.set(
-        xscale="log",
-        yscale="log",
-        xlim=(cell_edges(rho)[0], cell_edges(rho)[-1]),
-        ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
+    _log_cells(
+        bx,
+        rho,
+        alpha,
         xlabel=r"$\rho$",
         ylabel=r"$\alpha$",
         title=r"$L=2$: rays $\alpha=k\rho$",
@@ -314,16 +328,21 @@ def draw_regime_map(data: dict):
         *(Line2D([], [], **K_STYLE[kind], label=K_LABELS[kind]) for kind in K_STYLE),
         *(Line2D([], [], **SYMPY_STYLE[n], label=SYMPY_LABELS[n]) for n in SYMPY_STYLE),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, handlelength=2.2)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, handlelength=2.2)
     return fig
 
 
 # --- figures 2 and 6: α against the clock, coloured by j† -------------------------------
 
 
-def _path_sweep(ctx, alphas, s, depths):
+def _path_sweep(ctx, alphas, s, depths, gd=False):
     n_tau = ctx.pick(300, 60)
-    fn = path_point if n_tau == 300 else _quick_path_point
+    fn = {
+        (300, False): path_point,
+        (60, False): _quick_path_point,
+        (300, True): _gd_path_point,
+        (60, True): _quick_gd_path_point,
+    }[n_tau, gd]
     return sweep(
         ctx,
         fn,
@@ -336,6 +355,16 @@ def _path_sweep(ctx, alphas, s, depths):
 def _quick_path_point(alpha, s, depth=2):
     """:func:`path_point` on a coarse clock grid (the quick figures)."""
     return path_point(alpha, s, depth, n_tau=60)
+
+
+def _gd_path_point(alpha, s, depth=2):
+    """:func:`path_point` of GD (``s`` is not used: GD has no radius)."""
+    return path_point(alpha, s, depth, method=flows.GD())
+
+
+def _quick_gd_path_point(alpha, s, depth=2):
+    """:func:`_gd_path_point` on the coarse clock grid of the quick figures."""
+    return path_point(alpha, s, depth, n_tau=60, method=flows.GD())
 
 
 def _check_rows(r, alphas, depths):
@@ -435,10 +464,14 @@ def compute_minor_first(ctx: Context) -> dict:
         r, 0, alphas, ctx.pick(MINOR_MARKS, (0.36, 0.6)), 2, grid
     )
     k_c, k_direct = boundaries(ctx, [2])[2]
+    ctx.log("GD from the same starts")
+    gd = _path_sweep(ctx, alphas, 1.0, [2], gd=True)
+    _check_rows(gd, alphas, [2])
     return dict(
         alpha=alphas,
         tau=grid,
         jdag=r["jdag"][0, :, 0],
+        jdag_gd=gd["jdag"][0, :, 0],
         mark_rows=rows,
         switch_times=times,
         switch_clock=clock,
@@ -472,24 +505,52 @@ def _index_handles(d=MU.size, stopped="run stopped", present=None):
     ]
 
 
+RING = 1.5  # points: the width of each ring of nested switch marks
+
+
+def _ring_ranks(x, diameter):
+    """For switches at display positions ``x`` (in order along one row): how many later
+    switches each one's mark would hide under, following a chain of marks closer than
+    ``diameter`` to the next; 0 for a mark not overlapped by the next one."""
+    ranks = np.zeros(len(x), dtype=int)
+    for k in range(len(x) - 2, -1, -1):
+        if x[k + 1] - x[k] < diameter:
+            ranks[k] = ranks[k + 1] + 1
+    return ranks
+
+
 def _draw_marks(ax, alphas, rows, clock, after, late):
     """One marker per switch, filled with the colour of j† after it: a dot at its time, a
-    diamond past the row's end for a switch after the run stopped in the blow-up."""
+    diamond past the row's end for a switch after the run stopped in the blow-up. A switch
+    whose mark the next switch's would cover is drawn larger, beneath it, as a ring around it
+    (a chain of such switches as nested rings, the earliest outermost): every switch stays
+    visible. Call it once the axes' limits are set; returns whether any ring was drawn."""
     cmap, _ = index_cmap(MU.size)
+    fig = ax.get_figure()
+    fig.draw_without_rendering()  # the layout: positions on the page, in points
+    to_points = 72.0 / fig.dpi
+    ringed = False
     for i, ss, js, lt in zip(rows, clock, after, late, strict=True):
-        for shown, marker in ((~lt, "o"), (lt, "D")):
-            shown = shown & (js >= 0)
-            ax.scatter(
-                ss[shown],
-                np.full(shown.sum(), alphas[i]),
-                c=[cmap(j + 2) for j in js[shown]],
-                marker=marker,
-                s=16 if marker == "o" else 13,
-                edgecolors="k",
-                linewidths=0.6,
-                zorder=4,
-                clip_on=False,
-            )
+        shown = js >= 0
+        ss, js, lt = ss[shown], js[shown], lt[shown]
+        x = ax.transData.transform(np.c_[ss, np.full(ss.size, alphas[i])])[:, 0] * to_points
+        ranks = _ring_ranks(x, 4.0)
+        ringed = ringed or bool(np.any(ranks > 0))
+        for marker, size, keep in (("o", 4.0, ~lt), ("D", 3.6, lt)):
+            for rank in np.unique(ranks[keep]):
+                part = keep & (ranks == rank)
+                ax.scatter(
+                    ss[part],
+                    np.full(part.sum(), alphas[i]),
+                    c=[cmap(j + 2) for j in js[part]],
+                    marker=marker,
+                    s=(size + 2 * RING * rank) ** 2,
+                    edgecolors="k",
+                    linewidths=0.6,
+                    zorder=5 - 0.01 * rank,
+                    clip_on=False,
+                )
+    return ringed
 
 
 def _boundary_lines(ax, k_c, k_direct):
@@ -498,7 +559,7 @@ def _boundary_lines(ax, k_c, k_direct):
     ax.axhline(k_direct, **ALPHA_DIRECT_LINE)
 
 
-def _line_handles(with_grow=False, late=False):
+def _line_handles(with_grow=False, late=False, ringed=False):
     handles = [
         Line2D([], [], **ALPHA_C_LINE, label=r"$\alpha_c$"),
         Line2D([], [], **ALPHA_DIRECT_LINE, label=r"$\alpha_{\rm direct}$"),
@@ -512,38 +573,78 @@ def _line_handles(with_grow=False, late=False):
         handles.append(
             Line2D([], [], ls="", marker=marker, mfc="0.8", mec="k", mew=0.6, ms=size, label=label)
         )
+    if ringed:
+        handles.append(RingHandle())
     return handles
 
 
+class RingHandle(Line2D):
+    """Legend entry of nested switch marks: a ring (the earlier switch) around a dot."""
+
+    def __init__(self):
+        super().__init__([], [], ls="", label="ring: an earlier switch\nhidden under the dot")
+
+
+class _RingHandler:
+    """Draws :class:`RingHandle`: a large dark disc with a small light one on top."""
+
+    def legend_artist(self, legend, handle, fontsize, box):
+        x, y = box.xdescent + box.width / 2, box.ydescent + box.height / 2
+        artists = [
+            Line2D([x], [y], ls="", marker="o", ms=ms, mfc=fc, mec="k", mew=0.6)
+            for ms, fc in ((4.0 + 2 * RING, "0.45"), (4.0, "0.85"))
+        ]
+        for a in artists:
+            a.set_transform(box.get_transform())
+            box.add_artist(a)
+        return artists[0]
+
+
+LEGEND_HANDLERS = {RingHandle: _RingHandler()}
+
+
 def draw_minor_first(data: dict):
-    fig = new_figure(FULL_WIDTH, 2.6)
-    ax = fig.add_subplot()
+    fig = new_figure(FULL_WIDTH, 2.7)
+    ax, gx = fig.subplots(1, 2, sharey=True, width_ratios=[3.2, 1])
     tau, alpha = data["tau"], data["alpha"]
-    _index_map(ax, tau, alpha, data["jdag"])
-    _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))
+    for axis, jdag, title in (
+        (ax, data["jdag"], r"$\ell_2$-SAM ($\rho=1$)"),
+        (gx, data["jdag_gd"], "GD"),
+    ):
+        _index_map(axis, tau, alpha, jdag)
+        _log_cells(axis, tau, alpha, xlabel=r"rescaled time $\tau$", title=title)
+        plain_log_ticks(axis)
+    _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))  # ℓ2-SAM's, not GD's
     ax.axhline(data["bounds"][1], **REFERENCE)
-    _draw_marks(
-        ax,
-        alpha,
-        data["mark_rows"],
-        data["switch_clock"],
-        data["switch_after"],
-        data["switch_late"],
-    )
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlim=(cell_edges(tau)[0], cell_edges(tau)[-1]),
-        ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
-        xlabel=r"rescaled time $\tau$",
-        ylabel=r"$\alpha$ ($\rho=1$)",
-    )
-    plain_log_ticks(ax)
+    ax.set_ylabel(r"$\alpha$ ($\rho=1$)")
+    gx.set_xticks([1e-3, 1.0], ["0.001", "1"])
     _alpha_ticks(ax, alpha)
+    panel_labels([ax, gx])
     present = set(np.unique(data["jdag"]).tolist()) | set(range(5))
-    handles = [*_line_handles(with_grow=True), *_index_handles(present=present)]
-    fig.legend(handles=handles, loc="outside right center")
+
+    def legend(ringed):
+        lines = _line_handles(with_grow=True, ringed=ringed)
+        return fig.legend(
+            handles=[*lines, *_index_handles(present=present)],
+            loc="outside right center",
+            handler_map=LEGEND_HANDLERS,
+        )
+
+    marks = [data[key] for key in MARK_KEYS]
+    _with_marks(legend, lambda: _draw_marks(ax, alpha, *marks))
     return fig
+
+
+MARK_KEYS = ("mark_rows", "switch_clock", "switch_after", "switch_late")
+
+
+def _with_marks(legend, draw_marks):
+    """The legend, then the switch marks (placed on the final layout), then the legend again
+    with the ring entry if any ring was drawn."""
+    first = legend(False)
+    if draw_marks():
+        first.remove()
+        legend(True)
 
 
 def _alpha_ticks(ax, alpha):
@@ -610,21 +711,10 @@ def draw_depth(data: dict):
         clock = np.geomspace(TAU_MIN, data["tau_max"][i], jd.shape[-1])
         _index_map(ax, clock, alpha, jd)
         _boundary_lines(ax, data["k_c"][i], data["k_direct"][i])
-        rows = data["mark_rows"][i]
-        keep = rows >= 0
-        _draw_marks(
+        _log_cells(
             ax,
+            clock,
             alpha,
-            rows[keep],
-            data["switch_clock"][i][keep],
-            data["switch_after"][i][keep],
-            data["switch_late"][i][keep],
-        )
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlim=(cell_edges(clock)[0], cell_edges(clock)[-1]),
-            ylim=(cell_edges(alpha)[0], cell_edges(alpha)[-1]),
             title=f"$L={L}$" + ("" if np.isfinite(data["k_c"][i]) else r" (no $\alpha_c$)"),
             xlabel=r"clock $s=\tau$" if L == 2 else r"clock $s$",
         )
@@ -632,11 +722,28 @@ def draw_depth(data: dict):
     _alpha_ticks(axes[0], alpha)
     axes[0].set_ylabel(r"$\alpha$ ($\rho=1$)")
     panel_labels(axes)
+
+    def marks():
+        ringed = False
+        for i, ax in enumerate(axes):
+            keep = data["mark_rows"][i] >= 0
+            ringed |= _draw_marks(ax, alpha, *(data[key][i][keep] for key in MARK_KEYS))
+        return ringed
+
     present = set(np.unique(data["jdag"]).tolist()) | set(range(MU.size))
     late = bool(np.any(data["switch_late"]))
     handles = [*_index_handles(stopped="run stopped (blow-up)", present=present)]
-    handles += _line_handles(late=late)
-    fig.legend(handles=handles, loc="outside lower center", ncols=5 if len(handles) <= 10 else 4)
+
+    def legend(ringed):
+        entries = handles + _line_handles(late=late, ringed=ringed)
+        return fig.legend(
+            handles=entries,
+            loc="outside lower center",
+            ncols=5 if len(entries) <= 10 else 4,
+            handler_map=LEGEND_HANDLERS,
+        )
+
+    _with_marks(legend, marks)
     return fig
 
 

@@ -121,7 +121,8 @@ J_CMAP = ListedColormap(matplotlib.colormaps["viridis"](np.linspace(0.0, 0.9, 25
 # Regime fills (Paul Tol's "light" scheme): light, and none of the methods' hues.
 REGIME_FILLS = {
     "collapse": GREY,
-    "sequential": "#EEDD88",  # light yellow
+    "sequential": "#EEDD88",  # light yellow: minor first, major last
+    "excursion": "#CCDDAA",  # pale green (Tol's "pale"): major first, a minor excursion
     "direct": "#99DDFF",  # light cyan
     "minor": "#FFAABB",  # pink
     "stalled": "#BBCC33",  # pear

@@ -952,8 +952,8 @@ PUBLIC = [
     (
         "analysis.regime_code",
         analysis.regime_code,
-        dict(collapsed=False, settled=True, leader=2, visited_other=False, target=2),
-        ["collapsed", "settled", "leader", "visited_other", "target"],
+        dict(collapsed=False, settled=True, leader=2, visited_other=False, target=2, first=2),
+        ["collapsed", "settled", "leader", "visited_other", "target", "first"],
         0,
     ),
     (

@@ -60,9 +60,9 @@ def test_l2_sequence_keeps_the_return_to_an_earlier_index():
 def test_depth3_ends_on_the_major_coordinate():
     # The issue's second case: L = 3, α = 0.001 was reported "minor", sequence [4, 3].
     expected, times = argmax_changes(reduced_l2sam(MU, 1e-3, 1.0, 3, 1e4))
-    assert expected == [4, 3, 4]
+    assert expected == [4, 3, 4]  # major first, a minor excursion, major last
     r = analysis.regime_path(flows.L2SAM(1.0), MU, 1e-3, depth=3)
-    assert r.sequence == expected and r.regime == "sequential"
+    assert r.sequence == expected and r.regime == "excursion"
     np.testing.assert_allclose(r.times, times, rtol=1e-6)
 
 
@@ -74,8 +74,45 @@ def test_l2sam_paths_match_the_reduced_flow_at_every_depth(depth):
     expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
     r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
     assert r.sequence == expected
-    assert r.sequence[-1] == 4 and r.regime in ("sequential", "direct")
+    assert r.sequence[-1] == 4 and r.regime == _regime_of(expected)
     np.testing.assert_allclose(r.times, times, rtol=1e-6)
+
+
+def _regime_of(sequence, major=4):
+    """The regime of an escape that ends on ``major``, read off an independent j† sequence."""
+    assert sequence[-1] == major
+    if sequence[0] != major:
+        return "sequential"
+    return "excursion" if len(sequence) > 1 else "direct"
+
+
+def _start_index(alpha, depth, rho=1.0):
+    r"""j†(0⁺) of balanced ℓ2-SAM from a uniform α, by hand (docs/theory.md §8): at τ = 0,
+    N = √L α^{L−1}‖μ‖, so ŵ_j = α(1 − κμ_j) with κ = ρ/(α√L‖μ‖), and the log-growth rate of
+    |β_j| is L μ_j α^{L−2}(1 − κμ_j)^{L−1}: the tie of τ = 0 goes to its argmax."""
+    kappa = rho / (alpha * np.sqrt(depth) * np.linalg.norm(MU))
+    rates = MU * (1 - kappa * MU) ** (depth - 1)
+    assert np.sort(rates)[-1] - np.sort(rates)[-2] > 1e-3 * np.abs(rates).max()  # no near-tie
+    return int(np.argmax(rates))
+
+
+@pytest.mark.parametrize(
+    "depth, alpha, start",
+    [(3, 0.1, 4), (5, 0.05, 4), (3, 0.35, 1), (5, 0.3, 0), (2, 0.5, 2), (4, 0.3, 0)],
+)
+def test_excursion_starts_on_the_major_coordinate_sequential_on_a_minor_one(depth, alpha, start):
+    """Small odd-depth starts lead with the major coordinate (κ is large, and with L − 1 even
+    the rate μ_j(1 − κμ_j)^{L−1} ≈ κ^{L−1}μ_j^L grows with μ_j) and make a minor excursion:
+    ``excursion``, not minor first. Larger odd-depth starts, and every escape at even depth,
+    start on a minor coordinate: ``sequential``. Independent: the j† sequence of the reduced
+    flow (scipy, its own vector field) and the start rate by hand."""
+    assert _start_index(alpha, depth) == start
+    expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
+    assert expected[0] == start and expected[-1] == 4 and len(expected) > 1
+    r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
+    assert r.sequence == expected
+    np.testing.assert_allclose(r.times, times, rtol=1e-6)
+    assert r.regime == ("excursion" if start == 4 else "sequential") == _regime_of(expected)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 4, 5, 6, 7, 8])
@@ -91,7 +128,7 @@ def test_l2sam_never_collapses_at_odd_depth(depth):
     # At odd L, dw/dτ = μ ŵ^{L-1} >= 0: weights never decrease, so even α = ρ/100 escapes; by
     # the q-order theorem (uniform α) the limit is argmax μ.
     r = analysis.regime_path(flows.L2SAM(1.0), MU, 0.01, depth=depth)
-    assert r.regime in ("sequential", "direct") and r.sequence[-1] == 4
+    assert r.regime == "excursion" and r.sequence[0] == r.sequence[-1] == 4
 
 
 @pytest.mark.parametrize("depth", [4, 6])
@@ -155,18 +192,21 @@ def test_linf_below_rho_stalls_at_odd_depth(depth):
 
 
 def test_regime_code_table():
-    codes = {
-        "collapse": (True, False, 0, False),
-        "sequential": (False, True, 4, True),
-        "direct": (False, True, 4, False),
-        "minor": (False, True, 1, True),
-        "undetermined": (False, False, 4, True),  # "stalled" is set by decide(), not here
+    codes = {  # (collapsed, settled, leader, visited_other, first); target 4
+        "collapse": (True, False, 0, False, 4),
+        "sequential": (False, True, 4, True, 1),
+        "direct": (False, True, 4, False, 4),
+        "excursion": (False, True, 4, True, 4),
+        "minor": (False, True, 1, True, 4),
+        "undetermined": (False, False, 4, True, 1),  # "stalled" is set by decide(), not here
     }
-    for name, (collapsed, settled, leader, other) in codes.items():
-        assert (
-            analysis.REGIMES[int(analysis.regime_code(collapsed, settled, leader, other, 4))]
-            == name
-        )
+    for name, (collapsed, settled, leader, other, first) in codes.items():
+        code = analysis.regime_code(collapsed, settled, leader, other, 4, first)
+        assert analysis.REGIMES[int(code)] == name
+    # the codes of earlier versions (on disk, in phase.nc attrs) keep their numbers
+    assert analysis.REGIMES[:6] == (
+        "collapse", "sequential", "direct", "minor", "stalled", "undetermined"
+    )  # fmt: skip
 
 
 def test_regime_d1_and_gd():
