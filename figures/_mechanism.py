@@ -35,7 +35,6 @@ from ._style import (
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
-    SMALL_SIZE,
     j_color,
     j_label,
     new_figure,
@@ -239,7 +238,7 @@ def draw_max_margin(data: dict):
                 label=label, **style)  # fmt: skip
     ax.axhline(between, **REFERENCE)
     ax.text(3e2, between + 0.02, r"$\langle\hat\beta_1,\hat\beta_2\rangle$", ha="center",
-            va="bottom", fontsize=SMALL_SIZE)  # fmt: skip
+            va="bottom")  # fmt: skip
     ax.set(xscale="log", ylim=(0, 1.04), xlabel=r"rescaled time $\tau$",
            ylabel=r"$\cos\angle(\beta,\hat\beta_1)$")  # fmt: skip
     ax.set_title(r"to the $\ell_1$ max margin")
