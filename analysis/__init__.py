@@ -49,6 +49,7 @@ _EXPORTS = {
     "regime_code": "_regime",
     "regime_path": "_regime",
     "Sharpness": "_sharpness",
+    "margin_gradient_norm": "_sharpness",
     "sharpness": "_sharpness",
 }
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
-r"""Sharpness along a trajectory: trace and top eigenvalue of the loss Hessian in parameter space.
+r"""Sharpness along a trajectory: trace and top eigenvalue of the loss Hessian in parameter space,
+and the norm of the margin's gradient that the ℓ2 perturbation divides by.
 
 For the training loss :math:`\mathcal L(\theta)=\frac1n\sum_i\ell(m_i(\theta))`, with margins
 :math:`m_i=y_i\langle\beta(\theta),x_i\rangle` and :math:`\theta\in\mathbb R^{L\times d}`
@@ -33,6 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
+from flows._methods import _unit
 from flows._problem import check_loss
 
 from ._problem import check_data, check_trajectory
@@ -50,6 +52,26 @@ class Sharpness(NamedTuple):
     trace: np.ndarray  # (T,)
     top: np.ndarray  # (T,)
     grad_norm: np.ndarray  # (T,)
+
+
+def _reached_states(traj, data):
+    """``(thetas (T, L, d), reached (T,))`` of a checked trajectory, after checking that its states
+    have the ``d`` of ``data`` and that every reached state is finite (``ValueError`` otherwise)."""
+    thetas = np.asarray(traj.thetas, dtype=np.float64)
+    if thetas.ndim != 3 or thetas.shape[-1] != data.d:
+        raise ValueError(
+            f"`data` has d = {data.d} features; `traj` has states of shape {thetas.shape[1:]} "
+            "(L, d): pass the dataset the trajectory was solved on."
+        )
+    reached = np.asarray(traj.reached, dtype=bool)
+    bad = reached & ~np.all(np.isfinite(thetas), axis=(-2, -1))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(
+            f"`traj` holds a non-finite state at the reached time t = {float(traj.ts[k]):g}; "
+            "the quantities there are undefined."
+        )
+    return thetas, reached
 
 
 def _point(theta, data, loss):
@@ -102,23 +124,10 @@ def sharpness(traj: flows.Trajectory, data: flows.Dataset, loss: str = "logistic
     traj = check_trajectory(traj)
     data = check_data(data)
     loss = check_loss(loss)
-    thetas = np.asarray(traj.thetas, dtype=np.float64)
-    if thetas.ndim != 3 or thetas.shape[-1] != data.d:
-        raise ValueError(
-            f"`data` has d = {data.d} features; `traj` has states of shape {thetas.shape[1:]} "
-            "(L, d): pass the dataset the trajectory was solved on."
-        )
-    reached = np.asarray(traj.reached, dtype=bool)
+    thetas, reached = _reached_states(traj, data)
     if not reached.any():
         nan = np.full(thetas.shape[0], np.nan)
         return Sharpness(nan, nan.copy(), nan.copy())
-    bad = reached & ~np.all(np.isfinite(thetas), axis=(-2, -1))
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise ValueError(
-            f"`traj` holds a non-finite state at the reached time t = {float(traj.ts[k]):g}; "
-            "its sharpness is undefined."
-        )
     # Unreached states are NaN: evaluate a reached one in their place, then mask.
     safe = np.where(reached[:, None, None], thetas, thetas[np.argmax(reached)])
     recomputed = np.asarray(jax.vmap(flows.objective, (0, None, None))(safe, data, loss))
@@ -140,3 +149,58 @@ def sharpness(traj: flows.Trajectory, data: flows.Dataset, loss: str = "logistic
         )
     out[:, ~reached] = np.nan
     return Sharpness(*out)
+
+
+def _margin_grad_norm(theta, data):
+    """‖∇_θ m(θ)‖₂ at one θ of shape (L, d), one example; scaled, so it neither under- nor
+    overflows where the squares would."""
+    grad = jax.grad(lambda th: flows.margins(th, data)[0])(theta)
+    return _unit(grad)[1]
+
+
+_margin_grad_norms = jax.jit(jax.vmap(_margin_grad_norm, in_axes=(0, None)))
+
+
+def margin_gradient_norm(traj: flows.Trajectory, data: flows.Dataset) -> np.ndarray:
+    r""":math:`\lVert\nabla_\theta m(\theta(t_k))\rVert_2` at the saved times :math:`t_k`: the norm
+    of the gradient of one example's margin :math:`m=y\langle\beta(\theta),x\rangle`, with
+    :math:`\partial m/\partial w^{(l)}_j=yx_j\prod_{k\ne l}w^{(k)}_j`.
+
+    For one example :math:`g=\nabla\mathcal L=\ell'(m)\nabla m` with :math:`\ell'<0`, so
+    :math:`\lVert g\rVert=\lvert\ell'(m)\rvert\,\lVert\nabla m\rVert` and the ℓ2 perturbation is
+    :math:`\rho\,g/\lVert g\rVert=-\rho\,\nabla m/\lVert\nabla m\rVert`: the norm it divides
+    by, once the loss factor :math:`\lvert\ell'(m)\rvert` that ``g`` and ``‖g‖`` share cancels.
+    For ℓ2-SAM at :math:`L=2` from a balanced start the log-growth rates are
+    :math:`d\log\lvert\beta_j\rvert/d\tau=2\mu_j(1-\rho\mu_j/\lVert\nabla m\rVert)` on the rescaled
+    clock (docs/theory.md §9). :math:`\lVert g\rVert` itself is :attr:`Sharpness.grad_norm`.
+
+    Arguments:
+        traj: a single :class:`flows.Trajectory` (plain, rescaled or discrete: the norm is a
+            function of θ alone).
+        data: the one-example :class:`flows.Dataset` it was solved on.
+
+    Returns:
+        float64 array of shape ``(T,)``; NaN exactly at the saved times after ``traj.t_end``.
+
+    Raises:
+        ValueError: ``traj`` is not a single trajectory, ``data`` is not a one-example Dataset
+            with the ``d`` of ``traj``'s states, or a reached state is not finite.
+
+    >>> import flows, analysis
+    >>> data = flows.single_example([3.0, 4.0])
+    >>> traj = flows.solve(flows.GD(), data, flows.balanced_init(1.0, 2, 2), t1=1.0, ts=[0.0])
+    >>> analysis.margin_gradient_norm(traj, data).tolist()  # √2 ‖μ ⊙ w‖ = 5√2
+    [7.0710678118654755]
+    """
+    traj = check_trajectory(traj)
+    data = check_data(data)
+    if data.n != 1:
+        raise ValueError(
+            f"`data` must hold one example (the margin m of a single example); got n = {data.n}."
+        )
+    thetas, reached = _reached_states(traj, data)
+    if not reached.any():
+        return np.full(thetas.shape[0], np.nan)
+    safe = np.where(reached[:, None, None], thetas, thetas[np.argmax(reached)])
+    out = np.asarray(_margin_grad_norms(jnp.asarray(safe), data), dtype=np.float64)
+    return np.where(reached, out, np.nan)

@@ -20,4 +20,8 @@ SUMMARIES: dict[str, str] = {
     "depth",
     "lesam": "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
     "Hessian trace / top eigenvalue against the loss (GD, ℓ2-SAM, LE-SAM)",
+    "mechanism": "log-growth rates of β_j for GD and ℓ2-SAM (L = 2) against τ, with ‖∇m‖ and ‖∇L‖, "
+    "the fastest-growing index and j† (claim C5)",
+    "max_margin": "cosine of β(τ) with the ℓ1 and ℓ2 max-margin directions at L = 2 and 1, GD and "
+    "ℓ2-SAM, fitted rates (claims C3, C1)",
 }

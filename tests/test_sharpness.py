@@ -264,3 +264,71 @@ def test_non_finite_reached_state_is_refused(small_run):
     broken = eqx.tree_at(lambda t: t.thetas, traj, thetas)
     with pytest.raises(ValueError, match="non-finite state"):
         analysis.sharpness(broken, data)
+
+
+# --- analysis.margin_gradient_norm ---------------------------------------------------------
+
+
+def _margin_grad_fd(theta, data, h=1e-6):
+    """‖∇m‖ of the one example's margin m = y⟨Π_l θ_l, x⟩ by central differences in numpy."""
+    x, y = np.asarray(data.X)[0], float(np.asarray(data.y)[0])
+
+    def m(th):
+        return y * x @ np.prod(th, axis=0)
+
+    grad = np.zeros_like(theta)
+    for idx in np.ndindex(theta.shape):
+        step = np.zeros_like(theta)
+        step[idx] = h
+        grad[idx] = (m(theta + step) - m(theta - step)) / (2 * h)
+    return np.linalg.norm(grad)
+
+
+def test_margin_gradient_norm_against_finite_differences_and_loss_gradient():
+    """Unbalanced L = 3 states of a GD run: ‖∇m‖ against central differences of m (numpy), and
+    ‖∇L‖ = |ℓ'(m)|·‖∇m‖ for one example, with ‖∇L‖ and ℓ' from the closed form of this file."""
+    data = flows.Dataset([[0.5, -1.5, 2.0]], [-1])
+    theta0 = np.array([[0.7, -0.4, -0.9], [0.3, 0.8, -0.6], [1.1, 0.5, 0.4]])
+    traj = _gd_trajectory(data, theta0, t1=1.0)
+    got = analysis.margin_gradient_norm(traj, data)
+    thetas = np.asarray(traj.thetas)
+    for k in range(thetas.shape[0]):
+        np.testing.assert_allclose(got[k], _margin_grad_fd(thetas[k], data), rtol=1e-8)
+        m = float(np.asarray(data.y)[0] * np.asarray(data.X)[0] @ np.prod(thetas[k], axis=0))
+        d1, _ = _derivatives("logistic", m)
+        np.testing.assert_allclose(
+            abs(d1) * got[k], _closed_form(thetas[k], data, "logistic")[2], rtol=1e-12
+        )
+
+
+def test_margin_gradient_norm_balanced_closed_form_nan_after_t_end_and_no_overflow():
+    """L = 2 from a balanced start: ‖∇m‖ = √2‖μ⊙w‖ (∂m/∂w_j^(l) = μ_j w_j on both layers); NaN
+    after a collapse; weights of 1e200, whose squares overflow, give the finite √2·1e200‖μ‖."""
+    mu = np.array([1.0, 2.0])
+    data = flows.single_example(mu)
+    traj = flows.solve(
+        flows.L2SAM(1.0), data, flows.balanced_init(0.05, 2, 2), t1=50.0,
+        ts=np.linspace(0.0, 50.0, 11), rescaled=True, collapse_tol=1e-3,
+    )  # fmt: skip
+    reached = np.asarray(traj.reached)
+    assert reached.any() and not reached.all()
+    got = analysis.margin_gradient_norm(traj, data)
+    w = np.asarray(traj.thetas)[reached, 0]
+    np.testing.assert_allclose(
+        got[reached], np.sqrt(2) * np.linalg.norm(mu * w, axis=1), rtol=1e-13
+    )
+    assert np.all(np.isnan(got[~reached]))
+    big = flows.solve(flows.GD(), data, flows.balanced_init(1e200, 2, 2), t1=1e-300, ts=[0.0])
+    np.testing.assert_allclose(
+        analysis.margin_gradient_norm(big, data), [np.sqrt(2) * 1e200 * np.sqrt(5)], rtol=1e-14
+    )
+
+
+def test_margin_gradient_norm_bad_input(small_run):
+    data, traj = small_run
+    two = flows.Dataset([[1.0, 2.0], [2.0, 1.0]], [1, 1])
+    for args in ((traj, two), (traj, flows.single_example([1.0, 2.0, 3.0])), (traj, "data")):
+        with pytest.raises(ValueError, match="`data`"):
+            analysis.margin_gradient_norm(*args)
+    with pytest.raises(ValueError, match="`traj`"):
+        analysis.margin_gradient_norm("traj", data)

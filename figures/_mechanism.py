@@ -1,0 +1,269 @@
+r"""The mechanism of minor first (claim C5) and the max-margin limit (claim C3), figures 8 and 9.
+
+Both figures solve the rescaled single-example flow (docs/theory.md §4) on
+:math:`\mu=(1,\dots,5)` (as the other figures) from a balanced uniform start.
+
+* ``mechanism``: the log-growth rates :math:`d\log\lvert\beta_j\rvert/d\tau`
+  (:meth:`analysis.Problem.rates`) of GD and ℓ2-SAM at :math:`L=2`, with the gradient norms the
+  perturbation sees: :math:`\lVert\nabla\mathcal L\rVert` (:func:`analysis.sharpness`) and
+  :math:`\lVert\nabla m\rVert=\lVert\nabla\mathcal L\rVert/\lvert\ell'(m)\rvert`
+  (:func:`analysis.margin_gradient_norm`), the fastest-growing index
+  (:func:`analysis.fastest_growing_index`) and :math:`j^\dagger` (:func:`analysis.dominant_index`,
+  :func:`analysis.switch_times`).
+* ``max_margin``: the cosine of :math:`\beta(\tau)` with the :math:`\ell_1` and :math:`\ell_2`
+  max-margin directions (:func:`analysis.max_margin`, :func:`analysis.direction_cosine`) at
+  :math:`L=2` and :math:`L=1`, and the fitted rates of :func:`analysis.convergence_rate`.
+
+Indices are 0-based in the data and 1-based in the figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator
+
+import analysis
+import flows
+
+from ._catalog import SUMMARIES
+from ._common import Context, FigureSpec
+from ._maps import MU
+from ._style import (
+    ALPHA_LINESTYLES,
+    FULL_WIDTH,
+    METHOD_COLORS,
+    METHOD_LABELS,
+    REFERENCE,
+    j_color,
+    j_label,
+    new_figure,
+    panel_labels,
+    plain_log_ticks,
+)
+
+DATA = flows.single_example(MU)
+RHO = 1.0
+TIGHT = dict(rtol=1e-10, atol=1e-30, collapse_tol=None, escape_tol=1e120)
+
+
+def _methods():
+    # GD is ℓ2-SAM with ρ = 0 (flows guarantees they agree exactly): one compiled solver
+    # serves both.
+    return {"GD": flows.L2SAM(0.0), "ℓ2-SAM": flows.L2SAM(RHO)}
+
+
+# --- figure 8: the mechanism ------------------------------------------------------------------
+
+# The start of the minor-first figure's non-monotone row (j†: 2 → 1 → 2 → 3 → 4 → 5), just
+# above α_c ≈ 0.347: ‖∇m‖ first falls, and the minor coordinate 1 takes the lead.
+ALPHA_MECH = 0.36
+TAU_MECH = 11.0  # the last switch of j† is near τ = 8.9
+
+
+def compute_mechanism(ctx: Context) -> dict:
+    taus = np.linspace(0.0, TAU_MECH, ctx.pick(441, 111))
+    data = {"taus": taus, "alpha": np.array(ALPHA_MECH), "rho": np.array(RHO), "mu": MU}
+    theta0 = flows.balanced_init(ALPHA_MECH, 2, MU.size)
+    for key, method in _methods().items():
+        problem = analysis.Problem(method, DATA, theta0, dict(t1=TAU_MECH, rescaled=True, **TIGHT))
+        traj = problem.solve(ts=taus)
+        reached = np.asarray(traj.reached)
+        rates = np.array([problem.rates(th, t) for th, t in zip(traj.thetas, taus, strict=True)])
+        sw = analysis.switch_times(traj)
+        data[f"status/{key}"] = np.array(traj.status_name)
+        data[f"rates/{key}"] = np.where(reached[:, None], rates, np.nan)
+        data[f"margin_grad/{key}"] = analysis.margin_gradient_norm(traj, DATA)
+        data[f"loss_grad/{key}"] = analysis.sharpness(traj, DATA).grad_norm
+        data[f"loss/{key}"] = np.where(reached, traj.loss, np.nan)
+        data[f"fastest/{key}"] = analysis.fastest_growing_index(traj, problem)
+        data[f"dominant/{key}"] = analysis.dominant_index(traj)
+        data[f"switch_t/{key}"], data[f"sequence/{key}"] = sw.times, np.array(sw.sequence)
+    return data
+
+
+def _index_strip(ax, taus, rows):
+    """Rows of j-coloured bars over τ: each row's index (0-based) at every saved time."""
+    d = MU.size
+    for y, values in enumerate(rows):
+        for j in range(d):
+            on = values == j
+            if not on.any():
+                continue
+            # the cells around the saved times where the index is j
+            edges = np.concatenate([[taus[0]], (taus[1:] + taus[:-1]) / 2, [taus[-1]]])
+            starts = np.flatnonzero(on & ~np.concatenate([[False], on[:-1]]))
+            ends = np.flatnonzero(on & ~np.concatenate([on[1:], [False]]))
+            ax.broken_barh(
+                [(edges[a], edges[b + 1] - edges[a]) for a, b in zip(starts, ends, strict=True)],
+                (y - 0.4, 0.8),
+                color=j_color(j, d),
+                lw=0,
+            )
+    ax.set(ylim=(len(rows) - 0.5, -0.5), xlim=(taus[0], taus[-1]))
+    ax.set_yticks(range(len(rows)), labels=["fastest", r"$j^\dagger$"])
+    ax.tick_params(axis="x", labelbottom=False)
+    ax.tick_params(axis="y", length=0)
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+
+
+def draw_mechanism(data: dict):
+    fig = new_figure(FULL_WIDTH, 3.5)
+    grid = fig.add_gridspec(2, 2, height_ratios=[1, 5.5])
+    taus = data["taus"]
+    d = MU.size
+    rate_axes, norm_axes = [], []
+    for col, key in enumerate(("GD", "ℓ2-SAM")):
+        strip = fig.add_subplot(grid[0, col])
+        ax = fig.add_subplot(grid[1, col], sharex=strip, sharey=rate_axes[0] if col else None)
+        _index_strip(strip, taus, [data[f"fastest/{key}"], data[f"dominant/{key}"]])
+        sequence = r"$\to$".join(str(int(j) + 1) for j in data[f"sequence/{key}"])
+        strip.set_title(rf"{METHOD_LABELS[key]}: $j^\dagger$ {sequence}")
+        for t in data[f"switch_t/{key}"]:
+            ax.axvline(t, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+        ax.axhline(0.0, color="0.3", lw=0.5, zorder=0)
+        rates = data[f"rates/{key}"]
+        for j in range(d):
+            ax.plot(taus, rates[:, j], color=j_color(j, d), lw=1.2)
+        tx = ax.twinx()
+        color = METHOD_COLORS[key]
+        tx.plot(taus, data[f"margin_grad/{key}"], color=color, lw=1.0)
+        grad = data[f"loss_grad/{key}"]
+        tx.plot(taus, np.where(grad > 0, grad, np.nan), color=color, lw=1.0, ls=ALPHA_LINESTYLES[1])
+        tx.set_yscale("log")
+        tx.set_ylim(1e-2, 1e3)
+        tx.yaxis.set_major_locator(LogLocator(numticks=5))
+        plain_log_ticks(tx, "y")
+        ax.set(xlim=(taus[0], taus[-1]), xlabel=r"rescaled time $\tau$")
+        rate_axes.append(ax)
+        norm_axes.append(tx)
+    rate_axes[0].set_ylabel(r"rate $d\log|\beta_j|/d\tau$")
+    rate_axes[1].tick_params(axis="y", labelleft=False)
+    norm_axes[1].set_ylabel("gradient norm")
+    low, high = np.nanmin(data["rates/ℓ2-SAM"]), np.nanmax(data["rates/GD"])
+    rate_axes[0].set_ylim(low - 0.5, high + 1.5)
+    panel_labels(rate_axes)
+    handles = [Line2D([], [], color=j_color(j, d), lw=1.5, label=j_label(j)) for j in range(d)]
+    handles += [
+        Line2D([], [], color="0.3", lw=1.0, label=r"$\|\nabla m\|$"),
+        Line2D(
+            [], [], color="0.3", lw=1.0, ls=ALPHA_LINESTYLES[1], label=r"$\|\nabla\mathcal{L}\|$"
+        ),
+        Line2D([], [], **REFERENCE, label=r"switch of $j^\dagger$"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=8, handlelength=1.6)
+    return fig
+
+
+# --- figure 9: the max-margin limit ----------------------------------------------------------
+
+ALPHA_MARGIN = 0.5  # sequential (α_c ≈ 0.347 < α < α_direct ≈ 0.858): j† 3 → 4 → 5
+TAU_LONG = 20.0  # L = 2: searched for the first saved τ where 1 − cos falls below GAP_FLOOR
+GAP_FLOOR = 1e-11  # 1 − cos is computed to about 1e-16: the fit stops well above that
+TAU_L1 = (1e-2, 1e4)  # L = 1: the power law needs decades of τ
+
+
+def _margin_run(method, depth, t1, taus):
+    return flows.solve(
+        method,
+        DATA,
+        flows.balanced_init(ALPHA_MARGIN, depth, MU.size),
+        t1=t1,
+        ts=taus,
+        rescaled=True,
+        **TIGHT,
+    )
+
+
+def compute_max_margin(ctx: Context) -> dict:
+    l1, l2 = analysis.max_margin(DATA, 1), analysis.max_margin(DATA, 2)
+    n = ctx.pick(401, 101)
+    data = {"alpha": np.array(ALPHA_MARGIN), "rho": np.array(RHO), "mu": MU, "l1": l1, "l2": l2}
+    data["gap_floor"] = np.array(GAP_FLOOR)
+    for key, method in _methods().items():
+        # L = 2 → the ℓ1 direction (C3), exponentially in τ: fitted down to GAP_FLOOR.
+        first = _margin_run(method, 2, TAU_LONG, np.linspace(0.0, TAU_LONG, n))
+        gap = 1.0 - analysis.direction_cosine(first, l1)
+        below = np.flatnonzero(gap < GAP_FLOOR)
+        t_end = float(first.ts[below[0]]) if below.size else TAU_LONG
+        traj = _margin_run(method, 2, t_end, np.linspace(0.0, t_end, n))
+        rate = analysis.convergence_rate(traj, l1, model="exp")
+        data[f"taus/2/{key}"] = np.asarray(traj.ts)
+        data[f"cos_l1/2/{key}"] = analysis.direction_cosine(traj, l1)
+        data[f"rate/2/{key}"], data[f"prefactor/2/{key}"] = (
+            np.array(rate.rate),
+            np.array(rate.prefactor),
+        )
+        data[f"status/2/{key}"] = np.array(traj.status_name)
+        # L = 1 → the ℓ2 direction (C1), as a power of τ.
+        taus = np.concatenate([[0.0], np.geomspace(*TAU_L1, n - 1)])
+        traj = _margin_run(method, 1, TAU_L1[1], taus)
+        rate = analysis.convergence_rate(traj, l2, model="power")
+        data[f"taus/1/{key}"] = taus
+        data[f"cos_l1/1/{key}"] = analysis.direction_cosine(traj, l1)
+        data[f"cos_l2/1/{key}"] = analysis.direction_cosine(traj, l2)
+        data[f"rate/1/{key}"], data[f"prefactor/1/{key}"] = (
+            np.array(rate.rate),
+            np.array(rate.prefactor),
+        )
+        data[f"status/1/{key}"] = np.array(traj.status_name)
+    return data
+
+
+_DEPTH_MARKS = {2: dict(), 1: dict(marker="o", ms=2.5, mfc="none", mew=0.6)}
+
+
+def draw_max_margin(data: dict):
+    fig = new_figure(FULL_WIDTH, 2.5)
+    ax, bx, cx = fig.subplots(1, 3)
+    between = float(data["l1"] @ data["l2"])
+    for key in ("GD", "ℓ2-SAM"):
+        color = METHOD_COLORS[key]
+        for depth in (2, 1):
+            taus, cos = data[f"taus/{depth}/{key}"], data[f"cos_l1/{depth}/{key}"]
+            keep = taus > 0
+            every = max(1, keep.sum() // 12)
+            ax.plot(taus[keep], cos[keep], color=color, markevery=every, **_DEPTH_MARKS[depth])
+        taus = data[f"taus/2/{key}"]
+        rate = float(data[f"rate/2/{key}"])
+        bx.plot(taus, 1.0 - data[f"cos_l1/2/{key}"], color=color,
+                label=rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$")  # fmt: skip
+        taus = data[f"taus/1/{key}"]
+        rate = float(data[f"rate/1/{key}"])
+        style = _DEPTH_MARKS[1] if key == "ℓ2-SAM" else dict()
+        label = rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$"
+        every = max(1, taus.size // 12)
+        cx.plot(taus[1:], 1.0 - data[f"cos_l2/1/{key}"][1:], color=color, markevery=every,
+                label=label, **style)  # fmt: skip
+    ax.axhline(between, **REFERENCE)
+    ax.text(3e2, between + 0.02, r"$\langle\hat\beta_1,\hat\beta_2\rangle$", ha="center",
+            va="bottom")  # fmt: skip
+    ax.set(xscale="log", ylim=(0, 1.04), xlabel=r"rescaled time $\tau$",
+           ylabel=r"$\cos\angle(\beta,\hat\beta_1)$")  # fmt: skip
+    ax.set_title(r"to the $\ell_1$ max margin")
+    plain_log_ticks(ax, "x")
+    bx.set(yscale="log", xlabel=r"rescaled time $\tau$",
+           ylabel=r"$1-\cos\angle(\beta,\hat\beta_1)$")  # fmt: skip
+    bx.set_title(r"$L=2$: $\propto e^{-\kappa\tau}$")
+    cx.set(xscale="log", yscale="log", xlabel=r"rescaled time $\tau$",
+           ylabel=r"$1-\cos\angle(\beta,\hat\beta_2)$")  # fmt: skip
+    cx.set_title(r"$L=1$: $\propto\tau^{-\kappa}$")
+    bx.legend(loc="lower left", handlelength=1.4)
+    cx.set_ylim(bottom=1e-15)  # room for the legend under the curve
+    cx.legend(loc="lower left", handlelength=1.4)
+    panel_labels([ax, bx, cx])
+    handles = [
+        Line2D([], [], color=METHOD_COLORS[k], lw=1.1, label=METHOD_LABELS[k])
+        for k in ("GD", "ℓ2-SAM")
+    ]
+    handles += [
+        Line2D([], [], color="0.3", label="$L=2$"),
+        Line2D([], [], color="0.3", **_DEPTH_MARKS[1], label="$L=1$"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4)
+    return fig
+
+
+MECHANISM = FigureSpec("mechanism", SUMMARIES["mechanism"], compute_mechanism, draw_mechanism)
+MAX_MARGIN = FigureSpec("max_margin", SUMMARIES["max_margin"], compute_max_margin, draw_max_margin)
