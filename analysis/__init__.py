@@ -46,7 +46,10 @@ _EXPORTS = {
     "regime": "_regime",
     "regime_code": "_regime",
     "regime_path": "_regime",
+    "Radius": "_sharpness",
     "Sharpness": "_sharpness",
+    "at_loss": "_sharpness",
+    "lesam_radius": "_sharpness",
     "sharpness": "_sharpness",
 }
 __all__ = sorted(_EXPORTS)
