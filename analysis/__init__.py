@@ -48,8 +48,11 @@ _EXPORTS = {
     "regime": "_regime",
     "regime_code": "_regime",
     "regime_path": "_regime",
+    "Radius": "_sharpness",
     "Sharpness": "_sharpness",
     "margin_gradient_norm": "_sharpness",
+    "at_loss": "_sharpness",
+    "lesam_radius": "_sharpness",
     "sharpness": "_sharpness",
 }
 __all__ = sorted(_EXPORTS)

@@ -19,7 +19,8 @@ SUMMARIES: dict[str, str] = {
     "depth": "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per "
     "depth",
     "lesam": "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
-    "Hessian trace / top eigenvalue against the loss (GD, ℓ2-SAM, LE-SAM)",
+    "Hessian trace / top eigenvalue over GD's at equal loss (ℓ2-SAM at ρ_max and at LE-SAM's mean "
+    "radius, LE-SAM constant and annealed)",
     "mechanism": "log-growth rates of β_j for GD and ℓ2-SAM (L = 2) against τ, with ‖∇m‖ and ‖∇L‖, "
     "the fastest-growing index and j† (claim C5)",
     "max_margin": "cosine of β(τ) with the ℓ1 and ℓ2 max-margin directions at L = 2 and 1, GD and "

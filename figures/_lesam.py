@@ -13,12 +13,17 @@ the logistic loss throughout: LE-SAM's rescaled flow depends on it (docs/theory.
   :func:`analysis.boundary`.
 * Sharpness against the loss (the LE-SAM paper's flatness claim): :func:`analysis.sharpness`
   (trace and top eigenvalue of the θ-Hessian, and :math:`\lVert\nabla\mathcal L\rVert`) along the
-  plain flows of GD, ℓ2-SAM(:math:`\rho_{\max}`) and LE-SAM(σ, ρ_max) on a small multi-example
-  dataset (:func:`sharp_data`).
+  plain flows of GD, ℓ2-SAM(:math:`\rho_{\max}`), LE-SAM(σ, ρ_max), LE-SAM with σ annealed to 0
+  by a cosine over a training horizon T (:func:`cosine_budget`) and ℓ2-SAM at LE-SAM's
+  time-averaged radius :math:`\bar\rho=\frac1T\int_0^T\rho_t\,dt` on the real clock
+  (:func:`analysis.lesam_radius`) on a small multi-example dataset (:func:`sharp_data`), drawn
+  as ratios to GD's at equal loss (:func:`analysis.at_loss`), with the saved points where
+  LE-SAM's radius leaves (and, annealed, returns to) the loss-equated branch.
 """
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 from matplotlib.lines import Line2D
 
@@ -82,16 +87,17 @@ def _sigma_boundary(alpha: float, kind: str) -> float:
     return b.value
 
 
-# --- the sharpness panel -------------------------------------------------------------------
+# --- the sharpness panels ------------------------------------------------------------------
 
 SHARP_SCALE, SHARP_N = 4.0, 8
 ALPHA_SHARP = 0.12
 T_SHARP = 1e4  # every run's loss is below LOSS_MIN by then
+T_ANNEAL = 10.0  # the training horizon: the cosine anneals σ to 0 over it, ρ̄ averages over it
 LOSS_MIN = 1e-6
 
 
 def sharp_data() -> flows.Dataset:
-    r"""The multi-example dataset of the sharpness panel (a small synthetic one).
+    r"""The multi-example dataset of the sharpness panels (a small synthetic one).
 
     :math:`n=8` examples, labels alternating :math:`+1,-1`, :math:`x_i=y_i\,s\,\mu\odot u_i` with
     :math:`\mu=(1,\dots,5)`, :math:`s=4` and :math:`u_i\sim U(0.5,1.5)^5` (numpy seed 0): separable
@@ -106,29 +112,54 @@ def sharp_data() -> flows.Dataset:
     return flows.Dataset(SHARP_SCALE * y[:, None] * MU * u, y)
 
 
+def cosine_budget(t):
+    r"""The annealed loss budget :math:`\sigma(t)=\sigma_0\,(1+\cos(\pi t/T))/2` for
+    :math:`t\le T`, 0 after (:math:`\sigma_0=0.35`, :math:`T=10`): the LE-SAM paper's cosine
+    schedule over a training horizon T, on the real clock (JAX-traceable)."""
+    return SIGMA * 0.5 * (1.0 + jnp.cos(jnp.pi * jnp.minimum(t / T_ANNEAL, 1.0)))
+
+
 SHARP_DATA = sharp_data()
-#: GD is ℓ2-SAM with ρ = 0 (flows guarantees that they agree exactly): one compiled solver.
+#: The runs of the sharpness panels; "ℓ2-SAM ρ̄" takes LE-SAM's time-averaged radius, found
+#: along the LE-SAM run (:func:`_sharpness`). GD is ℓ2-SAM with ρ = 0 (flows guarantees that
+#: they agree exactly): one compiled solver.
 SHARP_METHODS = {
     "GD": flows.L2SAM(0.0),
     "ℓ2-SAM": flows.L2SAM(RHO_MAX),
     "LE-SAM": flows.LESAM(SIGMA, RHO_MAX),
+    "LE-SAM cos": flows.LESAM(cosine_budget, RHO_MAX),
+    "ℓ2-SAM ρ̄": None,
 }
-SHARP_LABELS = {
-    "GD": "GD",
-    "ℓ2-SAM": rf"$\ell_2$-SAM, $\rho={RHO_MAX:g}$",
-    "LE-SAM": rf"LE-SAM, $\sigma={SIGMA:g}$, $\rho_{{\max}}={RHO_MAX:g}$",
+SHARP_STYLES = {  # a method's variant: its colour, dashed
+    "GD": dict(color=METHOD_COLORS["GD"], ls="-", lw=0.8),
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], ls="-"),
+    "ℓ2-SAM ρ̄": dict(color=METHOD_COLORS["ℓ2-SAM"], ls=(0, (3.0, 1.5))),
+    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"], ls="-"),
+    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], ls=(0, (3.0, 1.5))),
 }
+BRANCH_ENDS = dict(marker="D", ms=3.5, mfc="w", mew=0.9, ls="none", zorder=4)
+BRANCH_RESUMES = dict(marker="^", ms=4.0, mfc="w", mew=0.9, ls="none", zorder=4)
+
+
+def _sharp_times(ctx: Context) -> np.ndarray:
+    """Saving times: geometric over [1e-3, T_SHARP] (the loss falls over decades) and uniform on
+    [0, T_ANNEAL] (the trapezoidal average of ρ_t), merged."""
+    geo = np.geomspace(1e-3, T_SHARP, ctx.pick(300, 120))
+    return np.unique(np.concatenate([np.linspace(0.0, T_ANNEAL, ctx.pick(801, 201)), geo]))
 
 
 def _sharpness(ctx: Context) -> dict:
-    """Trace, λ_max, ‖∇L‖ and the loss along each method's plain flow on SHARP_DATA."""
-    ts = np.concatenate([[0.0], np.geomspace(1e-2, T_SHARP, ctx.pick(300, 120))])
+    """Trace, λ_max, ‖∇L‖ and the loss along each method's plain flow on SHARP_DATA, the ratios
+    of trace and λ_max to GD's at equal loss, and LE-SAM's radius ρ_t with its branch."""
+    ts = _sharp_times(ctx)
     theta0 = flows.balanced_init(ALPHA_SHARP, 2, MU.size)
-    out = {}
+    out = {"ts": ts, "t_anneal": np.array(T_ANNEAL)}
     for name, method in SHARP_METHODS.items():
+        if method is None:  # ℓ2-SAM at LE-SAM's mean radius over [0, T_ANNEAL]
+            method = flows.L2SAM(float(out["rho_bar"]))
         traj = flows.solve(method, SHARP_DATA, theta0, t1=ts[-1], ts=ts, loss=LOSS)
         if traj.status_name != "ok":
-            raise RuntimeError(f"sharpness panel: the {name} run ended {traj.status_name}.")
+            raise RuntimeError(f"sharpness panels: the {name} run ended {traj.status_name}.")
         s = analysis.sharpness(traj, SHARP_DATA, loss=LOSS)
         out.update(
             {
@@ -138,6 +169,15 @@ def _sharpness(ctx: Context) -> dict:
                 f"grad_norm/{name}": s.grad_norm,
             }
         )
+        if isinstance(method, flows.LESAM):
+            r = analysis.lesam_radius(traj, SHARP_DATA, method, loss=LOSS, until=T_ANNEAL)
+            out.update({f"rho/{name}": r.rho, f"budget/{name}": r.budget})
+            if name == "LE-SAM":
+                out["rho_bar"] = np.array(r.mean)
+    for name in SHARP_METHODS:
+        for key in ("trace", "top"):
+            gd = analysis.at_loss(out["loss/GD"], out[f"{key}/GD"], out[f"loss/{name}"])
+            out[f"{key}_ratio/{name}"] = out[f"{key}/{name}"] / gd
     return out
 
 
@@ -157,7 +197,7 @@ def compute_lesam(ctx: Context) -> dict:
         [np.nan if ctx.quick else _sigma_boundary(float(a), kind) for a in alphas]
     )
     sigma_c, sigma_d = search(ALPHA_COLLAPSE, "collapse"), search(ALPHA_DIRECT, "direct")
-    ctx.log("sharpness along GD, ℓ2-SAM and LE-SAM (analysis.sharpness)")
+    ctx.log("sharpness along GD, ℓ2-SAM and LE-SAM (analysis.sharpness, analysis.lesam_radius)")
     return dict(
         alpha=alphas,
         sigma=sigmas,
@@ -223,47 +263,71 @@ def _draw_regimes(ax, data):
     ax.legend(handles=[*handles, *extra], loc="upper left", bbox_to_anchor=(1.02, 1.0))
 
 
-def _draw_sharpness(ax, data):
-    for name in SHARP_METHODS:
-        loss = data[f"loss/{name}"]
-        for key, ls in (("trace", "-"), ("top", "--")):
-            ax.plot(loss, data[f"{key}/{name}"], ls=ls, color=METHOD_COLORS[name])
+def _sharp_labels(data) -> dict:
+    rho_bar = float(data["rho_bar"])
+    return {
+        "GD": "GD",
+        "ℓ2-SAM": rf"$\ell_2$-SAM, $\rho=\rho_{{\max}}={RHO_MAX:g}$",
+        "ℓ2-SAM ρ̄": rf"$\ell_2$-SAM, $\rho=\bar\rho={rho_bar:.4f}$",
+        "LE-SAM": rf"LE-SAM, $\sigma={SIGMA:g}$, $\rho_{{\max}}={RHO_MAX:g}$",
+        "LE-SAM cos": rf"LE-SAM, $\sigma(t)$ cosine to 0 at $t={float(data['t_anneal']):g}$",
+    }
+
+
+def _draw_ratio(ax, data, key, ylabel):
+    """``key``'s ratio to GD's at equal loss against the loss, for every method; on the LE-SAM
+    runs, the first saved point with the cap binding (the loss-equated branch ended) and, once
+    σ(t) is annealed away, the first one back on the branch."""
+    shown = []
+    for name, style in SHARP_STYLES.items():
+        loss, ratio = data[f"loss/{name}"], data[f"{key}_ratio/{name}"]
+        ax.plot(loss, ratio, **style)
+        shown.append(ratio[loss >= LOSS_MIN])
+        if f"budget/{name}" in data:
+            budget = data[f"budget/{name}"]
+            end = int(np.argmin(budget))  # the first capped point
+            ax.plot(loss[end], ratio[end], **BRANCH_ENDS, mec=style["color"])
+            back = np.flatnonzero(budget[end:])
+            if back.size:
+                k = end + back[0]
+                ax.plot(loss[k], ratio[k], **BRANCH_RESUMES, mec=style["color"])
+    shown = np.concatenate(shown)
     ax.set(
         xscale="log",
-        yscale="log",
-        xlim=(0.5, LOSS_MIN),  # reversed: training runs left to right
-        xlabel=r"training loss $\mathcal{L}(\theta)$ (logistic)",
-        ylabel=r"$H=\nabla^2_\theta\mathcal{L}$ ($L=2$)",
+        xlim=(float(data["loss/GD"][0]), LOSS_MIN),  # reversed: training runs left to right
+        ylim=(0.9 * np.nanmin(shown), 1.05),
+        xlabel=r"training loss $\mathcal{L}(\theta)$",
+        ylabel=ylabel,
     )
-    shown = np.concatenate(
-        [
-            data[f"{k}/{n}"][data[f"loss/{n}"] >= LOSS_MIN]
-            for n in SHARP_METHODS
-            for k in ("trace", "top")
-        ]
-    )
-    ax.set_ylim(0.7 * np.nanmin(shown), 1.4 * np.nanmax(shown))  # the part left of LOSS_MIN
-    plain_log_ticks(ax)
-    handles = [Line2D([], [], color=METHOD_COLORS[n], label=SHARP_LABELS[n]) for n in SHARP_METHODS]
+    plain_log_ticks(ax, "x")
+
+
+def _sharp_legend(fig, data):
+    labels = _sharp_labels(data)
+    green = METHOD_COLORS["LE-SAM"]
+    handles = [Line2D([], [], **SHARP_STYLES[n], label=labels[n]) for n in SHARP_STYLES]
     handles += [
-        Line2D([], [], color="0.3", ls="-", label=r"trace $\mathrm{tr}\,H$"),
-        Line2D([], [], color="0.3", ls="--", label=r"top eigenvalue $\lambda_{\max}(H)$"),
-    ]
-    ax.legend(
+        Line2D([], [], **BRANCH_ENDS, mec=green, label="cap binds: loss-equated branch ended"),
+        Line2D([], [], **BRANCH_RESUMES, mec=green,
+               label=r"$\sigma(t)<\rho_{\max}\Vert\nabla\mathcal{L}\Vert$: back on the branch"),
+    ]  # fmt: skip
+    fig.legend(
         handles=handles,
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        title=rf"{SHARP_N} examples, $\alpha={float(data['alpha_sharp']):g}$",
-        alignment="left",
+        loc="outside lower center",
+        ncols=2,
+        title=rf"{SHARP_N} examples, $\alpha={float(data['alpha_sharp']):g}$, "
+        r"ratios to GD at equal loss (logistic)",
     )
 
 
 def draw_lesam(data: dict):
-    fig = new_figure(FULL_WIDTH, 4.2)
-    ax_map, ax_sharp = fig.subplots(2, 1, height_ratios=[1.15, 1])
-    _draw_regimes(ax_map, data)
-    _draw_sharpness(ax_sharp, data)
-    panel_labels([ax_map, ax_sharp])
+    fig = new_figure(FULL_WIDTH, 5.6)
+    axes = fig.subplot_mosaic([["map", "map"], ["trace", "top"]], height_ratios=[1.15, 1])
+    _draw_regimes(axes["map"], data)
+    _draw_ratio(axes["trace"], data, "trace", r"$\mathrm{tr}\,H\ /\ \mathrm{tr}\,H_{\rm GD}$")
+    _draw_ratio(axes["top"], data, "top", r"$\lambda_{\max}(H)\ /\ \lambda_{\max}(H_{\rm GD})$")
+    _sharp_legend(fig, data)
+    panel_labels([axes["map"], axes["trace"], axes["top"]])
     return fig
 
 

@@ -23,7 +23,13 @@ import scipy.special
 import analysis
 import flows
 from figures import _lesam
-from tests.helpers import numpy_perturbation, quick_data, reduced_l2sam_alpha_c
+from tests.helpers import (
+    gallery_caption,
+    numpy_perturbation,
+    published_data,
+    quick_data,
+    reduced_l2sam_alpha_c,
+)
 
 MU = _lesam.MU
 REGIMES = analysis.REGIMES
@@ -268,12 +274,30 @@ def _hessian(theta):
     return np.trace(h), np.linalg.eigvalsh(h)[-1]
 
 
+def _numpy_cosine(t):
+    """The caption's annealed budget σ(t) = 0.35(1 + cos(πt/T))/2, 0 after T = 10 (numpy)."""
+    return 0.35 * 0.5 * (1 + np.cos(np.pi * min(t / 10.0, 1.0)))
+
+
+#: The reference runs' methods; ℓ2-SAM ρ̄ at the reference's own ρ̄ (:func:`_reference_rho_bar`).
+REFERENCE_METHODS = {
+    "GD": flows.GD(),
+    "ℓ2-SAM": flows.L2SAM(0.3),
+    "LE-SAM": flows.LESAM(0.35, 0.3),
+    "LE-SAM cos": flows.LESAM(_numpy_cosine, 0.3),
+}
+
+
 @functools.cache
 def _reference_run(name):
     """The plain flow dθ/dt = −∇L(θ + ε(θ)) of ``name`` on sharp_data() from the balanced start
     α_sharp (scipy DOP853, rtol 1e-11), ε by tests.helpers.numpy_perturbation, down to loss
     1e-4; events: loss 1e-3 and ‖∇L‖ = σ/ρ_max. Dense output."""
-    method, d = _lesam.SHARP_METHODS[name], MU.size
+    if name == "ℓ2-SAM ρ̄":
+        method = flows.L2SAM(_reference_rho_bar())
+    else:
+        method = REFERENCE_METHODS[name]
+    d = MU.size
 
     def rhs(t, y):
         theta = y.reshape(2, d)
@@ -296,20 +320,34 @@ def _reference_run(name):
 SIGMA_OVER_RHO = _lesam.SIGMA / _lesam.RHO_MAX
 
 
+@functools.cache
+def _reference_rho_bar():
+    r"""ρ̄ = (1/T)∫_0^T ρ_t dt of the reference LE-SAM run, T = 10: ρ_t = σ/(‖∇L‖ + ϱ) up to the
+    cap event t_b (scipy quad on the dense output), ρ_max from there on (‖∇L‖ stays below
+    σ/ρ_max: :func:`test_lesam_cap_binds_after_the_start`)."""
+    sol = _reference_run("LE-SAM")
+    (t_b,) = sol.t_events[2]
+
+    def rho(t):
+        return 0.35 / (np.linalg.norm(_loss_grad(sol.sol(t).reshape(2, -1))[1]) + 1e-12)
+
+    head, _ = scipy.integrate.quad(rho, 0.0, t_b, epsabs=1e-13, epsrel=1e-12)
+    return (head + 0.3 * (10.0 - t_b)) / 10.0
+
+
 def _reference_at_loss(name, level):
-    """(tr H, λ_max) of the reference run where its loss is ``level`` (1e-4 < level < 0.69)."""
+    """(tr H, λ_max) of the reference run where its loss is ``level`` (1e-4 < level < 0.3)."""
     sol = _reference_run(name)
     loss = lambda t: _loss_grad(sol.sol(t).reshape(2, -1))[0] - level  # noqa: E731
     t = scipy.optimize.brentq(loss, 0.0, sol.t[-1], xtol=1e-14, rtol=1e-14)
     return np.array(_hessian(sol.sol(t).reshape(2, -1)))
 
 
-def test_sharpness_caption_numbers(quick):
-    """Caption: at loss 1e-3, tr H ≈ 0.26 (GD), 0.15 (LE-SAM), 0.099 (ℓ2-SAM), λ_max likewise
-    ordered; LE-SAM is flatter than GD but not than ℓ2-SAM(ρ_max)."""
+def test_sharpness_at_loss_1e3_against_scipy(quick):
+    """tr H and λ_max at loss 1e-3 of the figure's runs against the scipy reference runs, to
+    the error of reading them off the saving grid."""
     _, data = quick
-    caption = {"GD": (0.26, 0.005), "LE-SAM": (0.15, 0.005), "ℓ2-SAM": (0.099, 0.0005)}
-    for name in _lesam.SHARP_METHODS:
+    for name in REFERENCE_METHODS:
         sol = _reference_run(name)
         assert sol.t_events[1].size == 1  # the loss crosses 1e-3 once
         want = np.array(_hessian(sol.y_events[1][0].reshape(2, -1)))
@@ -327,20 +365,66 @@ def test_sharpness_caption_numbers(quick):
         tol = np.abs(side[0] - 2 * np.log(want) + side[1]) / 4 + 1e-6
         assert np.all(np.abs(np.log(got / want)) <= tol), (name, got, want, tol)
         assert np.all(tol < 1e-3)  # the grid resolves these numbers to 3 digits at least
-        value, half_unit = caption[name]  # the caption's rounding of the reference's tr H
-        assert want[0] == pytest.approx(value, abs=half_unit)
-    for level in (1e-2, 1e-4, 1e-6):
-        for key in ("trace", "top"):
-            gd, le, l2 = (_at_loss(data, n, key, level) for n in ("GD", "LE-SAM", "ℓ2-SAM"))
-            assert gd > le > l2, (level, key)
+
+
+def test_rho_bar_caption_number(quick):
+    """Caption: ρ̄ = 0.2993, within 0.3 % of ρ_max: the quick data's trapezoidal ρ̄ against the
+    reference's quadrature (1e-5, a fifth of the caption's last digit), and the published
+    figure's ρ̄ at the caption's rounding."""
+    _, data = quick
+    caption = gallery_caption("lesam")
+    assert "ρ̄ = (1/T)∫₀ᵀ ρ_t dt = 0.2993" in caption and "within 0.3 % of ρ_max" in caption
+    assert "annealed to 0 at T = 10" in caption and float(data["t_anneal"]) == 10.0
+    ref = _reference_rho_bar()
+    assert round(ref, 4) == 0.2993 and 0 < 1 - ref / 0.3 < 0.003
+    assert float(data["rho_bar"]) == pytest.approx(ref, abs=1e-5)
+    assert round(float(published_data("lesam")["rho_bar"]), 4) == 0.2993
+
+
+def test_ratio_caption_numbers(quick):
+    """Caption: tr H_GD = 0.26 at loss 1e-3; tr H/tr H_GD at 1e-3 and 1e-6, each at its
+    rounding in the published data, those at 1e-3 also from the reference runs; LE-SAM is
+    flatter than GD but not than ℓ2-SAM at either radius, at every decade of loss drawn."""
+    caption = gallery_caption("lesam")
+    assert "at loss 10⁻³, where tr H_GD = 0.26, tr H/tr H_GD = 0.39 for ℓ2-SAM (both radii)" in (
+        caption
+    )
+    assert "0.59 for LE-SAM (both budgets)" in caption
+    assert "at 10⁻⁶, 0.35 (both radii), 0.66 (constant σ) and 0.71 (annealed)" in caption
+    stated = {
+        1e-3: {"ℓ2-SAM": 0.39, "ℓ2-SAM ρ̄": 0.39, "LE-SAM": 0.59, "LE-SAM cos": 0.59},
+        1e-6: {"ℓ2-SAM": 0.35, "ℓ2-SAM ρ̄": 0.35, "LE-SAM": 0.66, "LE-SAM cos": 0.71},
+    }
+    trace_1e3 = {
+        n: _hessian(_reference_run(n).y_events[1][0].reshape(2, -1))[0] for n in stated[1e-3]
+    }
+    gd_ref = _hessian(_reference_run("GD").y_events[1][0].reshape(2, -1))[0]
+    assert round(float(gd_ref), 2) == 0.26
+    published = published_data("lesam")
+    assert round(_at_loss(published, "GD", "trace", 1e-3), 2) == 0.26
+    for level, values in stated.items():
+        for name, value in values.items():
+            got = _at_loss(published, name, "trace_ratio", level)
+            assert round(got, 2) == value, (level, name, got)
+            if level == 1e-3:
+                ref = trace_1e3[name] / gd_ref
+                assert round(ref, 2) == value, (name, ref)
+    _, data = quick
+    for level in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6):
+        for key in ("trace_ratio", "top_ratio"):
+            le = [_at_loss(data, n, key, level) for n in ("LE-SAM", "LE-SAM cos")]
+            l2 = [_at_loss(data, n, key, level) for n in ("ℓ2-SAM", "ℓ2-SAM ρ̄")]
+            assert 1 > min(le) and min(le) > max(l2), (level, key)
 
 
 def test_lesam_cap_binds_after_the_start(quick):
     """Caption: ‖∇L‖ starts above σ/ρ_max (the loss-equated branch is active) and stays below
-    it once the loss is under about 0.2: LE-SAM is then ℓ2-SAM(ρ_max) from a different state."""
+    it once the loss is under about 0.2: LE-SAM is then ℓ2-SAM(ρ_max) from a different state.
+    The figure's branch (analysis.lesam_radius) agrees with ‖∇L‖ (analysis.sharpness)."""
     _, data = quick
     g, loss = data["grad_norm/LE-SAM"], data["loss/LE-SAM"]
     below = g < SIGMA_OVER_RHO
+    np.testing.assert_array_equal(data["budget/LE-SAM"], ~below)
     assert not below[0]
     first = int(np.argmax(below))
     assert below[first:].all()
@@ -354,3 +438,20 @@ def test_lesam_cap_binds_after_the_start(quick):
     l_cross = _loss_grad(sol.y_events[2][0].reshape(2, -1))[0]
     assert loss[first] <= l_cross * (1 + 1e-6) and l_cross * (1 - 1e-6) < loss[first - 1]
     assert l_cross == pytest.approx(0.2, abs=0.01)
+
+
+def test_annealed_run_returns_to_the_branch_in_the_last_2_percent(quick):
+    """Caption: the annealed run leaves the branch with the constant one and returns only when
+    σ(t) < ρ_max‖∇L‖, in the last 2 % of the horizon T = 10, then has ρ_t = 0 (σ = 0): its
+    branch against σ(t)/(‖∇L‖ + ϱ) < ρ_max with the numpy σ(t) and analysis.sharpness's ‖∇L‖."""
+    assert "in the last 2 % of the horizon" in gallery_caption("lesam")
+    _, data = quick
+    ts, g = data["ts"], data["grad_norm/LE-SAM cos"]
+    sigma = np.array([_numpy_cosine(t) for t in ts])
+    np.testing.assert_array_equal(data["budget/LE-SAM cos"], sigma / (g + 1e-12) < 0.3)
+    budget = data["budget/LE-SAM cos"]
+    np.testing.assert_array_equal(budget[ts < 9.0], data["budget/LE-SAM"][ts < 9.0])
+    back = np.flatnonzero(~budget[:-1] & budget[1:]) + 1
+    assert back.size == 1 and 0.98 * 10 <= ts[back[0] - 1] < ts[back[0]] <= 10
+    assert budget[back[0] :].all()
+    assert np.all(data["rho/LE-SAM cos"][ts >= 10] == 0)

@@ -810,6 +810,8 @@ def _solved_traj():
 
 
 TRAJ = _solved_traj()
+#: A plain GD solve saved at three times (real time = its clock).
+PLAIN_TRAJ = flows.solve(flows.GD(), DATA, THETA, t1=0.5, ts=[0.0, 0.25, 0.5])
 PROBLEM = analysis.Problem(flows.GD(), DATA, THETA, dict(t1=0.5, rescaled=True))
 MU = [1.0, 2.0, 3.0]
 
@@ -950,6 +952,20 @@ PUBLIC = [
         0,
     ),
     (
+        "analysis.lesam_radius",
+        analysis.lesam_radius,
+        dict(traj=PLAIN_TRAJ, data=DATA, method=flows.LESAM(0.35, 0.3)),
+        ["traj", "data", "method", "loss", "until"],
+        0,
+    ),
+    (
+        "analysis.at_loss",
+        analysis.at_loss,
+        dict(loss=[1.0, 0.1, 0.01], values=[2.0, 0.2, 0.02], levels=[0.5]),
+        ["loss", "values", "levels"],
+        0,
+    ),
+    (
         "analysis.regime_code",
         analysis.regime_code,
         dict(collapsed=False, settled=True, leader=2, visited_other=False, target=2, first=2),
@@ -1004,8 +1020,8 @@ PUBLIC = [
 ]
 
 # Documented NaN results: convergence_order and log_law are NaN with fewer than two usable
-# points.
-NAN_DOCUMENTED = {"analysis.convergence_order", "analysis.log_law"}
+# points, at_loss at a level outside the run's losses.
+NAN_DOCUMENTED = {"analysis.convergence_order", "analysis.log_law", "analysis.at_loss"}
 
 hostile = st.one_of(
     numbers,
@@ -1059,6 +1075,7 @@ BASE_VALUES = {
     "analysis.max_margin": lambda r: np.allclose(r, np.array(MU) / np.linalg.norm(MU), 0, 1e-6),
     "analysis.regime_code": lambda r: analysis.REGIMES[int(r)] == "direct",
     "analysis.clock_grid": lambda r: len(r) == 8 and r[0] == 0 and r[-1] == 1,
+    "analysis.at_loss": lambda r: np.allclose(r, [1.0], rtol=1e-14),  # v = 2L at L = 0.5
 }
 # Hostile draws only: load_sweep's base path does not exist; the base TRAJ has one saved time,
 # too few for convergence_rate's fit.
@@ -1128,7 +1145,8 @@ NO_USER_INPUT = {
         ["flows.Trajectory", "flows.DenseOutput", "flows.SweepResult", "flows.Status"]
         + [
             f"analysis.{n}"
-            for n in "Boundary Clock L2SAMThresholds LimitMap LogLaw Plateau Rate RegimePath "
+            for n in "Boundary Clock L2SAMThresholds LimitMap LogLaw Plateau Radius Rate "
+            "RegimePath "
             "Sharpness Switches".split()
         ],
         "a result container",

@@ -10,16 +10,25 @@ analysis/_sharpness.py), written here in numpy and evaluated at the trajectory's
 with ℓ', ℓ'' of the logistic loss from scipy's expit (ℓ'=-expit(-z), ℓ''=expit(z)expit(-z)) or
 of the exponential loss; at L = 3 the Hessian comes from sympy instead. Eigenvalues of the
 expected matrices are numpy's ``eigvalsh``.
+
+analysis.lesam_radius against the numpy perturbation rule of tests.helpers and the branch
+condition of docs/theory.md §2 written out; analysis.at_loss against a power law (exact).
 """
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.special
 import sympy
 
 import analysis
 import flows
-from tests.helpers import separable_data
+from tests.helpers import (
+    cosine_sigma,
+    numpy_logistic_grad,
+    numpy_perturbation,
+    separable_data,
+)
 
 
 def _derivatives(loss, z):
@@ -332,3 +341,77 @@ def test_margin_gradient_norm_bad_input(small_run):
             analysis.margin_gradient_norm(*args)
     with pytest.raises(ValueError, match="`traj`"):
         analysis.margin_gradient_norm("traj", data)
+
+
+# --- analysis.lesam_radius and analysis.at_loss ---------------------------------------------
+
+RADIUS_DATA = flows.single_example([2.0])  # L = 1: g = ℓ'(2w)·2, ‖g‖ = 1 at w = 0
+
+
+def _expected_radius(method, traj):
+    """(ρ_t, budget) at the saved states, in numpy: ρ_t = ‖ε‖ with ε from
+    tests.helpers.numpy_perturbation at g = ∇L (tests.helpers.numpy_logistic_grad), and the
+    loss-equated branch where σ(t)/(‖g‖ + ϱ) < ρ_max (docs/theory.md §2)."""
+    rho, budget = [], []
+    for theta, t in zip(np.asarray(traj.thetas), np.asarray(traj.ts), strict=True):
+        g = numpy_logistic_grad(theta, RADIUS_DATA)
+        rho.append(np.linalg.norm(numpy_perturbation(method, g, t)))
+        sigma = float(method.sigma(t)) if callable(method.sigma) else float(method.sigma)
+        budget.append(sigma / (np.linalg.norm(g) + float(method.eps)) < float(method.rho_max))
+    return np.array(rho), np.array(budget)
+
+
+@pytest.mark.parametrize("schedule", [False, True], ids=["constant", "cosine"])
+def test_lesam_radius_against_numpy(schedule):
+    """ρ_t, the branch and the trapezoidal average over [0, until] against numpy. The run
+    starts on the loss-equated branch (‖g‖ = 1 > σ/ρ_max) and leaves it; the annealed budget
+    (0.35 to 0 at t = 2) brings it back once σ(t) < ρ_max‖g‖."""
+    method = flows.LESAM(cosine_sigma if schedule else 0.25, 0.4)
+    ts = np.linspace(0.0, 3.0, 31)
+    traj = flows.solve(method, RADIUS_DATA, [[0.0]], t1=3.0, ts=ts)
+    got = analysis.lesam_radius(traj, RADIUS_DATA, method)
+    rho, budget = _expected_radius(method, traj)
+    np.testing.assert_allclose(got.rho, rho, rtol=1e-14)
+    np.testing.assert_array_equal(got.budget, budget)
+    changes = np.flatnonzero(budget[1:] != budget[:-1])
+    assert budget[0] and changes.size == (2 if schedule else 1)
+    assert got.mean == pytest.approx(scipy.integrate.trapezoid(rho, ts) / 3.0, rel=1e-14)
+    half = analysis.lesam_radius(traj, RADIUS_DATA, method, until=1.5)
+    assert half.mean == pytest.approx(scipy.integrate.trapezoid(rho[:16], ts[:16]) / 1.5, rel=1e-14)
+
+
+def test_lesam_radius_refusals():
+    method = flows.LESAM(0.25, 0.3)
+    traj = flows.solve(method, RADIUS_DATA, [[0.0]], t1=1.0, ts=[0.0, 0.5, 1.0])
+    with pytest.raises(ValueError, match="`method`"):
+        analysis.lesam_radius(traj, RADIUS_DATA, flows.L2SAM(0.3))
+    with pytest.raises(ValueError, match="`until`"):
+        analysis.lesam_radius(traj, RADIUS_DATA, method, until=0.7)
+    rescaled = flows.solve(method, RADIUS_DATA, [[0.1]], t1=1.0, ts=[0.0, 1.0], rescaled=True)
+    with pytest.raises(ValueError, match="real time"):  # t_real is not carried
+        analysis.lesam_radius(rescaled, RADIUS_DATA, method)
+
+
+def test_at_loss_is_exact_for_a_power_law_and_nan_outside():
+    """v = 3 L^0.7 is linear in (log L, log v): exact between any saved points."""
+    loss = np.array([0.7, 0.3, 0.05, 1e-3, 2e-6, np.nan])
+    levels = np.array([0.5, 0.3, 1e-2, 1e-5, 0.8, 1e-6])
+    got = analysis.at_loss(loss, 3.0 * loss**0.7, levels)
+    np.testing.assert_allclose(got[:4], 3.0 * levels[:4] ** 0.7, rtol=1e-13)
+    assert np.isnan(got[4:]).all()  # above the first loss, below the last finite one
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(loss=[1.0, 0.5, 0.7]), "`loss`"),
+        (dict(loss=[1.0, np.nan, 0.5]), "`loss`"),
+        (dict(values=[1.0, -1.0, 1.0]), "`values`"),
+        (dict(values=[1.0, 1.0]), "`values`"),
+        (dict(levels=[0.0]), "`levels`"),
+    ],
+)
+def test_at_loss_refusals(kwargs, name):
+    args = dict(loss=[1.0, 0.5, 0.25], values=[1.0, 2.0, 3.0], levels=[0.6]) | kwargs
+    with pytest.raises(ValueError, match=name):
+        analysis.at_loss(**args)

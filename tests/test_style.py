@@ -151,3 +151,81 @@ def test_glyph_sizes_of_scripts():
 def test_new_figure_refuses_other_widths():
     with pytest.raises(ValueError, match="text width"):
         _style.new_figure(5.0, 2.0)
+
+
+# --- the experiments' figures (experiments/_figures.py) -------------------------------------
+
+
+def _experiment_data():
+    """Small random stand-ins for the experiments' results, with the variables, dimensions and
+    coordinates of experiments._diagonal.run_diagonal and experiments._cnnrun (the figures
+    read nothing else): (diagonal, {task: cnn})."""
+    import xarray as xr
+
+    from experiments._cnnrun import METHODS as CNN_METHODS
+    from experiments._diagonal import METHODS as DIAG_METHODS
+
+    rng = np.random.default_rng(0)
+    depths, seeds, steps = [1, 2, 3, 4], [0, 1, 2], np.arange(6) * 20
+    dims = ("method", "depth", "seed", "step")
+    shape = (len(DIAG_METHODS), len(depths), len(seeds), steps.size)
+    diag = xr.Dataset(
+        {k: (dims, rng.uniform(size=shape)) for k in ("low_share", "dominant_rank")},
+        coords={"method": list(DIAG_METHODS), "depth": depths, "seed": seeds, "step": steps},
+    )
+    diag["time"] = ("step", steps * 0.1)
+    n_m, n_s, n_c, side = len(CNN_METHODS), len(seeds), 5, 8
+    cnn = {}
+    for name in ("patches", "digits"):
+        per_run = ("method", "seed", "checkpoint")
+        maps = ("example", "row", "col")
+        image = np.zeros((1, side, side))
+        image[0, 2:4, 2:4] = 1.0  # a 4-pixel patch, drawn as one
+        values = {
+            k: (per_run, rng.uniform(size=(n_m, n_s, n_c)))
+            for k in ("cam_minor_share", "sal_minor_share", "acc_only_minor", "test_acc")
+        }
+        values |= {k: (("method", "seed"), rng.uniform(1, 2, size=(n_m, n_s)))
+                   for k in ("flat_trace", "flat_top")}  # fmt: skip
+        values |= {
+            "cam_maps": (per_run + maps, rng.uniform(size=(n_m, n_s, n_c, 1, side, side))),
+            "attr_images": (maps, rng.uniform(size=(1, side, side))),
+            "attr_minor": (maps, image),
+            "attr_major": (maps, image),
+        }
+        cnn[name] = xr.Dataset(
+            values,
+            coords={
+                "method": list(CNN_METHODS),
+                "seed": seeds,
+                "checkpoint": np.arange(n_c),
+                "step": ("checkpoint", np.arange(n_c) * 100),
+            },  # fmt: skip
+            attrs={"equal_loss": 0.05},
+        )
+    return diag, cnn
+
+
+def test_experiment_figures_are_printed_width_with_large_enough_text(tmp_path):
+    """Each figure of experiments/_figures.py, drawn as ``python -m experiments`` draws it:
+    5.5 in wide on the saved page (PDF and PNG), no text under 7 pt nor script under 5.5 pt,
+    nothing off the page."""
+    from experiments import _figures
+
+    diag, cnn = _experiment_data()
+    drawn = {
+        "diagonal_shares": (_figures.draw_diagonal, _figures.diagonal_figure, diag),
+        "cnn_minor_share": (_figures.draw_shares, _figures.shares_figure, cnn),
+        "cnn_gradcam_maps": (_figures.draw_maps, _figures.maps_figure, cnn),
+        "cnn_flatness": (_figures.draw_flatness, _figures.flatness_figure, cnn),
+    }
+    for name, (draw, save, data) in drawn.items():
+        fig = _style.styled(draw, data)
+        assert fig.get_figwidth() == _style.FULL_WIDTH, name
+        assert text_problems(fig) == [], name
+        pdf, png = save(data, tmp_path)
+        assert (pdf.name, png.name) == (f"{name}.pdf", f"{name}.png")
+        ((width, height),) = pdf_page_size(pdf)
+        assert width == pytest.approx(_style.FULL_WIDTH, abs=0.01), name
+        dpi = _style.STYLE["savefig.dpi"]
+        assert matplotlib.image.imread(png).shape[:2] == (round(height * dpi), round(width * dpi))
