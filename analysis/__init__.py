@@ -43,6 +43,7 @@ _EXPORTS = {
     "Plateau": "_plateau",
     "loss_plateau": "_plateau",
     "Problem": "_problem",
+    "RunOptions": "_options",
     "REGIMES": "_regime",
     "RegimePath": "_regime",
     "regime": "_regime",

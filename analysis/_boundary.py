@@ -22,6 +22,7 @@ import flows
 from flows._validate import as_array
 
 from ._certify import perturbation_bound
+from ._options import run_options
 from ._problem import (
     check_alpha,
     check_count,
@@ -31,7 +32,7 @@ from ._problem import (
     check_positive,
 )
 from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED
-from ._run import run, run_options, start_code
+from ._run import run, start_code
 
 KINDS = ("collapse", "direct")
 #: The smallest ``rtol``: float64's resolution 2^-52 (a narrower bracket holds no float).
@@ -74,15 +75,11 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _batch(methods, data, theta0, depth, options, atol, loss, need, max_passes):
+def _batch(methods, data, theta0, depth, options, need):
     """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
 
     def one(method, theta):
-        out = run(
-            method, data, theta, depth=depth, options=options, atol=atol, loss=loss, need=need,
-            max_passes=max_passes,
-        )  # fmt: skip
-        return out["code"]
+        return run(method, data, theta, depth=depth, options=options, need=need)["code"]
 
     return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
@@ -94,7 +91,7 @@ def _start(methods, data, theta0, depth, loss, need):
     return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
 
-def _classify(methods, data, depth, alphas, *, kind, options, atol, loss, max_passes):
+def _classify(methods, data, depth, alphas, *, kind, options):
     """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ...
 
     Points whose start already decides them (:func:`analysis._run.start_code`, e.g. exact
@@ -104,14 +101,12 @@ def _classify(methods, data, depth, alphas, *, kind, options, atol, loss, max_pa
     theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
     batched = _stack(methods)
-    codes = np.array(_start(batched, data, theta0, depth, loss, need))
+    codes = np.array(_start(batched, data, theta0, depth, options.loss, need))
     open_ = np.flatnonzero(codes < 0)
     if open_.size:
         arrays, static = eqx.partition(batched, eqx.is_array)
         rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
-        codes[open_] = np.asarray(
-            _batch(rest, data, theta0[open_], depth, options, atol, loss, need, max_passes)
-        )
+        codes[open_] = np.asarray(_batch(rest, data, theta0[open_], depth, options, need))
     return codes
 
 
@@ -156,14 +151,9 @@ def boundary(
     rtol: float = 1e-8,
     points: int = 17,
     log: bool = True,
-    max_steps: int = 1024,
-    collapse_tol: float = 1e-6,
-    escape_tol=None,
-    loss: str = "logistic",
-    solver_rtol: float = 1e-11,
-    solver_atol=None,
-    max_passes: int = 64,
+    options=None,
     _scan_default: bool = False,
+    **overrides,
 ) -> Boundary:
     r"""Where the regime changes along ``family``: :math:`p\mapsto` ``(method, alpha)``.
 
@@ -195,25 +185,24 @@ def boundary(
             no narrower one. The bisection also stops at two adjacent floats.
         points: values per vmapped round.
         log: spread the first round's values geometrically (positive brackets only).
-        max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`
-            (``escape_tol``: the growth per pass, default as in :func:`analysis.regime_path`).
-            ``max_steps`` bounds each pass; a pass that spends it is continued by the next
-            from its end state, on a fresh clock. That is what ends a stall at the limit of
-            float64's time resolution: a run that lingers at the degenerate saddle
-            (:math:`L\ge3`, near :math:`\alpha_c`) is at :math:`\tau\sim10^{29}` of its pass
-            when it leaves, where the steps it then needs (:math:`\sim10^{4}`, the field's
-            time scale) are below the spacing of float64 times (:math:`\sim10^{13}`), and every
-            step is rejected until the budget is spent (e.g. at :math:`L=8`,
-            :math:`\alpha=\alpha_c(1+10^{-8})`). A smaller budget ends such a stall sooner: the
-            default 1,024 gives the searches of ℓ2-SAM (global and per layer) and LE-SAM at
-            L = 2…8 the same brackets as 16,384, at a fraction of the cost
-            (benchmarks/README.md).
-        solver_rtol, solver_atol: its tolerances (tight: the boundary is a separatrix).
-            ``solver_atol`` None (default): :math:`10^{-150}\max|\theta_0|` of each point, kept
-            for its every pass (:func:`analysis._regime.start_atol`), so that the search is
-            scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)` down to
-            :math:`\lambda=10^{-150}`); a number in (0, 1) is absolute.
-        max_passes: continuations per point.
+        options: the :class:`analysis.RunOptions` of every run (default: its defaults; its
+            ``rtol`` is the solver's, the bracket's is ``rtol`` above). ``max_steps`` bounds
+            each pass; a pass that spends it is continued by the next from its end state, on a
+            fresh clock. That is what ends a stall at the limit of float64's time resolution:
+            a run that lingers at the degenerate saddle (:math:`L\ge3`, near :math:`\alpha_c`)
+            is at :math:`\tau\sim10^{29}` of its pass when it leaves, where the steps it then
+            needs (:math:`\sim10^{4}`, the field's time scale) are below the spacing of
+            float64 times (:math:`\sim10^{13}`), and every step is rejected until the budget
+            is spent (e.g. at :math:`L=8`, :math:`\alpha=\alpha_c(1+10^{-8})`). A smaller
+            budget ends such a stall sooner: the default 1,024 gives the searches of ℓ2-SAM
+            (global and per layer) and LE-SAM at L = 2…8 the same brackets as 16,384, at a
+            fraction of the cost (benchmarks/README.md). The default absolute tolerance is
+            relative to each point's start (:func:`analysis._regime.start_atol`), so that the
+            search is scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)`
+            down to :math:`\lambda=10^{-150}`).
+        overrides: fields of :class:`analysis.RunOptions` as keywords (``max_steps=...``,
+            ``atol=...``), applied to ``options``; all but ``rtol``, which here is the
+            bracket's.
 
     Returns:
         :class:`Boundary`.
@@ -235,10 +224,7 @@ def boundary(
     # on two adjacent floats.
     rtol = check_positive("rtol", rtol, upper=0.1, lower=_RTOL_FLOOR)
     points = check_count("points", points, 2)
-    max_passes = check_count("max_passes", max_passes)
-    check_positive("solver_rtol", solver_rtol, upper=1.0)
-    if solver_atol is not None:
-        check_positive("solver_atol", solver_atol, upper=1.0)
+    options = run_options(options, overrides, exclude=("rtol",))
     if not callable(family):
         raise ValueError(f"`family` must be a callable p -> (method, alpha); got {family!r}.")
     if not isinstance(log, (bool, np.bool_)):
@@ -255,13 +241,6 @@ def boundary(
             f"got {bracket!r}."
         )
     data = flows.single_example(mu)
-    options = run_options(
-        depth,
-        collapse_tol=collapse_tol,
-        rtol=solver_rtol,
-        max_steps=check_count("max_steps", max_steps),
-        escape_tol=escape_tol,
-    )
     not_direct = (COLLAPSE, STALLED, SEQUENTIAL, EXCURSION)
     below_codes = (COLLAPSE, STALLED) if kind == "collapse" else not_direct
 
@@ -274,16 +253,13 @@ def boundary(
             [a for _, a in pairs],
             kind=kind,
             options=options,
-            atol=solver_atol,
-            loss=loss,
-            max_passes=max_passes,
         )
         if np.any(code == UNDETERMINED):
             k = int(np.argmax(code == UNDETERMINED))
             raise RuntimeError(
-                f"boundary: the run at p = {ps[k]:.10g} is undetermined after {max_passes} "
-                "passes (a solver failure, or a run at the boundary itself); narrow `bracket` "
-                "or raise `max_passes` / `max_steps`."
+                f"boundary: the run at p = {ps[k]:.10g} is undetermined after "
+                f"{options.max_passes} passes (a solver failure, or a run at the boundary "
+                "itself); narrow `bracket` or raise `max_passes` / `max_steps`."
             )
         return np.isin(code, below_codes)
 
@@ -317,7 +293,7 @@ def _scale(method) -> float:
     return 1.0
 
 
-def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
+def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, kwargs):
     method = check_method(method)
     scan = check_count("scan", scan)
     s = _scale(method)
@@ -347,13 +323,13 @@ def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, options):
         bracket=bracket,
         kind=kind,
         _scan_default=default,
-        **options,
+        **kwargs,
     )
     return out if full_output else out.value
 
 
 def critical_alpha(
-    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **options
+    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **kwargs
 ):
     r"""Collapse/escape boundary :math:`\alpha_c` at fixed method: collapse below, escape above.
 
@@ -381,7 +357,8 @@ def critical_alpha(
         bracket: ``(lo, hi)``, lo collapsing and hi escaping, instead of the scan.
         scan: half-width of the default bracket in powers of two.
         full_output: return the :class:`Boundary` instead of a float.
-        options: the keywords of :func:`boundary` (``rtol=1e-8``, ``points=17``, solver options).
+        kwargs: the keywords of :func:`boundary`: ``rtol`` (the bracket's, 1e-8), ``points``
+            (17), ``log``, ``options`` (an :class:`analysis.RunOptions`) and its fields.
 
     >>> import flows, analysis
     >>> round(analysis.critical_alpha(flows.L2SAM(1.0), [2.0]), 8)  # d = 1: ρ/√2
@@ -391,11 +368,11 @@ def critical_alpha(
     >>> round(analysis.critical_alpha(flows.LinfSAM(0.5), [1.0, 2.0], depth=4), 8)  # C2: ρ
     0.5
     """
-    return _alpha_search(method, mu, depth, "collapse", bracket, scan, full_output, options)
+    return _alpha_search(method, mu, depth, "collapse", bracket, scan, full_output, kwargs)
 
 
 def direct_alpha(
-    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **options
+    method, mu, depth: int = 2, *, bracket=None, scan: int = 8, full_output: bool = False, **kwargs
 ):
     r"""Sequential/direct boundary :math:`\alpha_s`: direct above, sequential (or collapse) below.
 
@@ -410,4 +387,4 @@ def direct_alpha(
     """
     if check_mu(mu).shape[0] < 2:
         raise ValueError("`mu` must have d >= 2 entries: with d = 1 every escape is direct.")
-    return _alpha_search(method, mu, depth, "direct", bracket, scan, full_output, options)
+    return _alpha_search(method, mu, depth, "direct", bracket, scan, full_output, kwargs)

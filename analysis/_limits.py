@@ -15,10 +15,11 @@ import numpy as np
 import flows
 
 from ._certify import perturbation_bound
+from ._options import split_options
 from ._phase import _analysis_version, _axis, describe
-from ._problem import check_count, check_depth, check_method, check_mu
+from ._problem import check_depth, check_method, check_mu
 from ._regime import UNDETERMINED
-from ._run import run, run_options
+from ._run import run
 
 
 class LimitMap(NamedTuple):
@@ -37,16 +38,10 @@ def limit_map(
     alphas,
     *,
     depth: int = 2,
-    loss: str = "logistic",
-    collapse_tol: float = 1e-6,
-    escape_tol=None,
-    rtol: float = 1e-10,
-    atol=None,
-    max_steps: int = 4096,
-    max_passes: int = 64,
+    options=None,
     cache_dir=None,
     progress: bool = True,
-    **sweep_options,
+    **kwargs,
 ) -> LimitMap:
     r"""The end of the flow from every start :math:`\alpha\in A_1\times\dots\times A_d`.
 
@@ -66,19 +61,17 @@ def limit_map(
         alphas: ``d`` 1-D arrays of starts > 0, the axes of the grid (coordinate ``j`` on
             axis ``j``).
         depth: :math:`L` (static).
-        loss, collapse_tol, escape_tol, rtol, max_steps: passed to :func:`flows.solve`
-            (``escape_tol``: default :func:`analysis._regime.default_escape_tol`).
-        atol: absolute tolerance of the solves. Default: ``"auto"`` (relative to each
-            solve's start) for exact ℓ∞-SAM, where a coordinate held at 0 by sliding keeps a
-            rounding residual (:math:`\sim10^{-14}`) that an absolute tolerance far below it
-            would make the solver resolve in steps of :math:`10^{-5}\tau` (4096 steps per
-            0.04 τ at :math:`L=4`); otherwise :math:`10^{-150}\max|\theta_0|` of each point,
-            kept for its every pass, as in :func:`analysis.regime_path`
-            (:func:`analysis._regime.start_atol`). A number is absolute.
-        max_passes: solves allowed per point.
-        cache_dir, progress, sweep_options: passed to :func:`flows.sweep` (``workers`` defaults
-            to 1 here with the thread runner; see the comment in the code). ``executor=`` runs
-            the sweep on a Dask cluster, as in :func:`flows.sweep`.
+        options: the :class:`analysis.RunOptions` of every run (default: its defaults). Its
+            ``atol`` None means ``"auto"`` (relative to each pass's start) for exact ℓ∞-SAM,
+            where a coordinate held at 0 by sliding keeps a rounding residual
+            (:math:`\sim10^{-14}`) that an absolute tolerance far below it would make the
+            solver resolve in steps of :math:`10^{-5}\tau` (4096 steps per 0.04 τ at
+            :math:`L=4`); otherwise :math:`10^{-150}\max|\theta_0|` of each point, kept for its
+            every pass, as in :func:`analysis.regime_path`.
+        cache_dir, progress: passed to :func:`flows.sweep`.
+        kwargs: fields of :class:`analysis.RunOptions` (applied to ``options``) or keywords
+            of :func:`flows.sweep` (``workers`` defaults to 1 here with the thread runner; see
+            the comment in the code; ``executor=`` runs the sweep on a Dask cluster).
 
     >>> import flows, analysis
     >>> m = analysis.limit_map(flows.LinfSAM(1.0), [1.0, 2.0], ([0.5, 2.0], [0.5, 1.2]),
@@ -90,38 +83,20 @@ def limit_map(
     perturbation_bound(method)
     mu = check_mu(mu)
     depth = check_depth(depth)
-    max_passes = check_count("max_passes", max_passes)
-    max_steps = check_count("max_steps", max_steps)
+    options, sweep_options = split_options(options, kwargs)
     if not isinstance(alphas, (list, tuple)) or len(alphas) != mu.shape[0]:
         raise ValueError(
             f"`alphas` must be a list or tuple of d = {mu.shape[0]} 1-D arrays (one axis per "
             f"coordinate); got {alphas!r:.80}."
         )
     axes = tuple(np.atleast_1d(_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
-    if atol is None and isinstance(method, flows.LinfSAM) and method.delta is None:
-        atol = "auto"  # exact ℓ∞-SAM (above)
-    options = run_options(
-        depth,
-        collapse_tol=collapse_tol,
-        rtol=rtol,
-        max_steps=max_steps,
-        escape_tol=escape_tol,
-    )
+    if options.atol is None and isinstance(method, flows.LinfSAM) and method.delta is None:
+        options = options.replace(atol="auto")  # exact ℓ∞-SAM (above)
     data = flows.single_example(mu)
 
     def point(depth, alpha):
         theta0 = flows.balanced_init(alpha, depth, data.d)
-        out = run(
-            method,
-            data,
-            theta0,
-            depth=depth,
-            options=options,
-            atol=atol,
-            loss=loss,
-            need="limit",
-            max_passes=max_passes,
-        )
+        out = run(method, data, theta0, depth=depth, options=options, need="limit")
         return {k: out[k] for k in ("code", "leader", "status", "passes")}
 
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])
@@ -136,7 +111,12 @@ def limit_map(
         static={"depth": [depth]},
         product=False,
         cache_dir=cache_dir,
-        config=dict(method=describe(method), mu=mu.tolist(), analysis=_analysis_version()),
+        config=dict(
+            method=describe(method),
+            mu=mu.tolist(),
+            **options.record(),
+            analysis=_analysis_version(),
+        ),  # fmt: skip
         progress=progress,
         **sweep_options,
     )

@@ -14,9 +14,10 @@ import flows
 from flows._validate import as_array
 
 from ._certify import perturbation_bound
-from ._problem import check_count, check_depth, check_method, check_mu
+from ._options import split_options
+from ._problem import check_depth, check_method, check_mu
 from ._regime import ATOL_REL, REGIMES
-from ._run import run, run_options
+from ._run import run
 
 #: The parameters a phase diagram can sweep, and the method fields they set.
 AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
@@ -93,18 +94,10 @@ def phase_diagram(
     sigma=None,
     rho_max=None,
     depth=2,
-    loss: str = "logistic",
-    collapse_tol: float = 1e-6,
-    escape_tol=None,
-    rtol: float = 1e-10,
-    atol=None,
-    max_steps: int = 1024,
-    max_passes: int = 64,
-    n_grid: int = 257,
-    max_switches: int = 16,
+    options=None,
     cache_dir=None,
     progress: bool = True,
-    **sweep_options,
+    **kwargs,
 ):
     r"""Regime, first and last :math:`j^\dagger`, switch count and switch times over a grid.
 
@@ -120,14 +113,19 @@ def phase_diagram(
     1-D array (an axis of the grid). ``method`` is a template: the fields named by the axes
     (``rho`` of L2SAM / LinfSAM, ``sigma`` and ``rho_max`` of LESAM) are replaced point by point;
     one not belonging to the method is refused. ``depth`` is static (one compilation each).
-    The solver's ``atol`` defaults to :math:`10^{-150}\max|\theta_0|` of each point, kept for
-    its every pass (:func:`analysis._regime.start_atol`: the diagram of the twins
-    :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude); a
-    number is absolute. ``max_steps`` bounds each pass; a pass that spends it is continued by
-    the next, so it changes the cost, not the regimes: the dense output of every point holds
-    ``max_steps`` steps (about 0.8 MB at 1024, L = 2, d = 5), written in full each pass, so
-    a larger budget costs memory traffic for the same regimes and switch counts
+    The runs take ``options``, an :class:`analysis.RunOptions` (default: its defaults):
+    the default absolute tolerance is relative to each point's start, kept for its every pass
+    (:func:`analysis._regime.start_atol`: the diagram of the twins
+    :math:`(\lambda\alpha,\lambda\rho)` is the same cell by cell at every magnitude), and
+    ``max_steps`` changes the cost, not the regimes: the dense output of every point holds
+    ``max_steps`` steps (about 0.8 MB at 1024, L = 2, d = 5), written in full each pass, so a
+    larger budget costs memory traffic for the same regimes and switch counts
     (benchmarks/README.md).
+
+    ``kwargs`` are either fields of :class:`analysis.RunOptions` (``max_steps=...``,
+    ``rtol=...``: applied to ``options``) or keywords of :func:`flows.sweep` (``executor=`` a
+    Dask ``Client`` or ``"dask"`` runs the chunks on a cluster, with the same results;
+    ``workers``, ``chunk_size``, ``order``, ...); any other name is refused.
 
     Returns:
         ``xarray.Dataset`` with one dimension per array axis (in the order ``depth``, then
@@ -152,6 +150,7 @@ def phase_diagram(
     method = check_method(method)
     perturbation_bound(method)
     mu = check_mu(mu)
+    opts, sweep_options = split_options(options, kwargs)
     given = {"alpha": alpha, "rho": rho, "sigma": sigma, "rho_max": rho_max}
     fields = _FIELDS[type(method)]
     for name in ("rho", "sigma", "rho_max"):
@@ -175,8 +174,6 @@ def phase_diagram(
     if depths.ndim != 1 or depths.size == 0:
         raise ValueError(f"`depth` must be an integer or a non-empty 1-D list; got {depth!r}.")
     depths = [check_depth(_whole(x)) for x in depths]
-    max_switches = check_count("max_switches", max_switches)
-    n_grid = check_count("n_grid", n_grid, 2)
     data = flows.single_example(mu)
     axes = [k for k in values if values[k].ndim == 1]
     fixed = {k: float(values[k]) for k in values if values[k].ndim == 0}
@@ -188,40 +185,14 @@ def phase_diagram(
         for name in p:
             if name != "alpha":
                 m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
-        opts = run_options(
-            depth,
-            collapse_tol=collapse_tol,
-            rtol=rtol,
-            max_steps=max_steps,
-            escape_tol=escape_tol,
-        )
         theta0 = flows.balanced_init(p["alpha"], depth, data.d)
-        return run(
-            m,
-            data,
-            theta0,
-            depth=depth,
-            options=opts,
-            atol=atol,
-            loss=loss,
-            n_grid=n_grid,
-            max_passes=max_passes,
-            max_switches=max_switches,
-        )
+        return run(m, data, theta0, depth=depth, options=opts)
 
     config = dict(
         method=describe(method),
         mu=mu.tolist(),
         fixed=fixed,
-        loss=loss,
-        collapse_tol=collapse_tol,
-        escape_tol=escape_tol,
-        rtol=rtol,
-        atol=atol,
-        max_steps=max_steps,
-        max_passes=max_passes,
-        n_grid=n_grid,
-        max_switches=max_switches,
+        **opts.record(),
         analysis=_analysis_version(),
     )
     params = {k: values[k] for k in axes}
@@ -249,16 +220,16 @@ def phase_diagram(
         regimes=" ".join(REGIMES),
         method=describe(method, swept=axes),
         mu=mu,
-        loss=loss,
+        loss=opts.loss,
         fixed=", ".join(f"{k}={v:g}" for k, v in fixed.items())
         + ("" if many else f"{', ' if fixed else ''}depth={depths[0]}"),
-        collapse_tol=collapse_tol,
-        escape_tol="default" if escape_tol is None else escape_tol,
-        rtol=rtol,
-        atol=f"relative {ATOL_REL:g} max|θ₀|" if atol is None else atol,
-        max_steps=max_steps,
-        max_passes=max_passes,
-        n_grid=n_grid,
+        collapse_tol=opts.collapse_tol,
+        escape_tol="default" if opts.escape_tol is None else opts.escape_tol,
+        rtol=opts.rtol,
+        atol=f"relative {ATOL_REL:g} max|θ₀|" if opts.atol is None else opts.atol,
+        max_steps=opts.max_steps,
+        max_passes=opts.max_passes,
+        n_grid=opts.n_grid,
     )
     for name in VERSIONED:
         try:

@@ -24,8 +24,8 @@ from ._certify import (
     trapped,
 )
 from ._dominant import _switches
+from ._options import run_options
 from ._problem import (
-    check_count,
     check_depth,
     check_kind,
     check_positive,
@@ -183,16 +183,6 @@ def decide(
     return jnp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)
 
 
-def default_escape_tol(depth: int) -> float:
-    r"""Growth factor of ‖θ‖ at which one solve stops to check the certificate.
-
-    :math:`10^3` at :math:`L\le2`; 10 at :math:`L\ge3`, where a solve into the
-    finite-:math:`\tau` blow-up must not push :math:`\tau^*-\tau` below the resolution of
-    :math:`\tau` (a factor :math:`c` shrinks it by :math:`c^{L-2}`).
-    """
-    return 1e3 if depth <= 2 else 10.0
-
-
 class RegimePath(NamedTuple):
     """Result of :func:`regime_path`."""
 
@@ -213,13 +203,8 @@ def regime_path(
     depth: int = 2,
     *,
     t1=None,
-    max_steps: int = 100_000,
-    collapse_tol: float = 1e-6,
-    escape_tol=None,
-    max_restarts: int = 60,
-    loss: str = "logistic",
-    rtol: float = 1e-10,
-    atol=None,
+    options=None,
+    **overrides,
 ) -> RegimePath:
     r"""Classify the flow from :math:`w^{(l)}(0)=\alpha` and give the path of :math:`j^\dagger`.
 
@@ -245,33 +230,28 @@ def regime_path(
     that last change is appended with time NaN (it happens in the final blow-up, below the
     resolution of float64).
 
-    Each solve stops at ``escape_tol`` times its starting norm (default
-    :func:`default_escape_tol`) or at ``t1`` (default :func:`budget`), and is then continued
-    if undecided. A schedule σ(t) (LE-SAM) is read at the real time: each solve carries it
-    from its start, and the next starts from where it ended
+    Each solve (a *pass*) stops as :class:`analysis.RunOptions` says, or at ``t1`` (default
+    :func:`budget`), and is then continued if undecided. A schedule σ(t) (LE-SAM) is read at the
+    real time: each solve carries it from its start, and the next starts from where it ended
     (:meth:`flows.AbstractMethod.started_at`, docs/theory.md §5); a solve that meets
     σ(t) < 0 stops with status ``sigma_negative`` and the run is ``undetermined``. The regime
-    is :func:`decide` of the facts. A run still undecided after ``max_restarts`` is
-    ``undetermined``, never guessed.
+    is :func:`decide` of the facts. A run still undecided after ``max_passes`` passes is
+    ``undetermined``, never guessed. The default absolute tolerance is far below any weight on
+    purpose: a coordinate that decays near a saddle by many orders of magnitude sets, through
+    its logarithm, when it grows back; an absolute tolerance near its size would misplace the
+    later switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``).
 
     Arguments:
         method: GD, L2SAM, LinfSAM or LESAM; its ρ (or σ) is the one used.
         mu: the example, shape ``(d,)``, positive, unique largest entry.
         alpha: initial scale, > 0, scalar or shape ``(d,)``.
         depth: number of layers :math:`L`.
-        t1: τ budget per solve (default above).
-        max_steps, collapse_tol, escape_tol, loss: passed to :func:`flows.solve`.
-        rtol, atol: its tolerances. ``atol`` is far below any weight on purpose: a coordinate
-            that decays near a saddle by many orders of magnitude sets, through its logarithm,
-            when it grows back; an absolute tolerance near its size would misplace the later
-            switches (e.g. 43.08 instead of 46.15 at 1.001 α_c with ``atol=1e-10``). Default
-            None: :math:`10^{-150}\max|\theta_0|`, relative to the first start and the same for
-            every continuation (:func:`start_atol`), so that the scale twins agree from
-            :math:`\lambda=10^{-150}` to :math:`10^{150}` (at :math:`L\ge3` as far as
-            :math:`\beta=\prod_l\theta^{(l)}` stays a normal float64). A number is an
-            absolute tolerance, the same at every scale; ``"auto"`` is flows' rule relative to
-            each solve's start.
-        max_restarts: continuations allowed.
+        t1: τ budget per pass (default above).
+        options: an :class:`analysis.RunOptions` (default: its defaults); its ``n_grid`` and
+            ``max_switches`` are not used here (every solver step is read, and every switch
+            kept).
+        overrides: fields of :class:`analysis.RunOptions` as keywords (``max_steps=...``),
+            applied to ``options``.
 
     Returns:
         :class:`RegimePath`: ``sequence`` lists every change of :math:`j^\dagger`, returns to an
@@ -283,20 +263,14 @@ def regime_path(
     ('direct', [2])
     """
     depth = check_depth(depth)
-    escape_tol = default_escape_tol(depth) if escape_tol is None else escape_tol
+    opts = run_options(options, overrides)
     if t1 is not None:
         t1 = check_positive("t1", t1)
-    check_count("max_restarts", max_restarts, 0)
-    options = dict(
-        max_steps=max_steps,
-        collapse_tol=collapse_tol,
-        escape_tol=escape_tol,
-        loss=loss,
-        rtol=rtol,
-        atol=atol,
+    problem = single_example_problem(
+        method, mu, alpha, depth, t1=1.0, loss=opts.loss, options=opts.solver(depth)
     )
-    problem = single_example_problem(method, mu, alpha, depth, t1=1.0, **options)
-    problem = problem.restart(problem.theta0, atol=start_atol(atol, problem.theta0))
+    problem = problem.restart(problem.theta0, atol=start_atol(opts.atol, problem.theta0))
+    loss = opts.loss
     mu = np.asarray(problem.data.X[0])
     bound = perturbation_bound(problem.method)
     target = int(np.argmax(mu))
@@ -346,7 +320,7 @@ def regime_path(
                 bool(np.all(trap)),
             )  # fmt: skip
         )
-        if code >= 0 or restarts >= max_restarts:
+        if code >= 0 or restarts + 1 >= opts.max_passes:
             break
         restarts += 1
     if code < 0:

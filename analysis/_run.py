@@ -25,34 +25,13 @@ from ._certify import (
     trapped,
 )
 from ._dominant import dominant_at, initial_index, log_abs_beta
+from ._options import RunOptions
 from ._problem import log_growth_rates
-from ._regime import (
-    COLLAPSE,
-    STALLED,
-    UNDETERMINED,
-    budget,
-    decide,
-    default_escape_tol,
-    start_atol,
-)
+from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, start_atol
 
 BISECTIONS = 60
 SLOTS = 4  # switch slots bisected together (:func:`_track`)
 NEEDS = ("path", "direct", "escape", "limit")
-
-
-def run_options(
-    depth: int, *, collapse_tol, rtol, max_steps, escape_tol=None
-) -> flows.SolverOptions:
-    """The solver options of :func:`run` (static), with the escape threshold of
-    :func:`analysis._regime.default_escape_tol` where ``escape_tol`` is None; the absolute
-    tolerance is set by :func:`run` from its start (its ``atol``)."""
-    return flows.SolverOptions(
-        collapse_tol=collapse_tol,
-        rtol=rtol,
-        max_steps=max_steps,
-        escape_tol=default_escape_tol(depth) if escape_tol is None else escape_tol,
-    )
 
 
 def _check_need(need):
@@ -113,13 +92,8 @@ def run(
     theta0,
     *,
     depth: int,
-    options: flows.SolverOptions,
-    loss: str = "logistic",
+    options: RunOptions,
     need: str = "path",
-    n_grid: int = 257,
-    max_passes: int = 64,
-    max_switches: int = 16,
-    atol=None,
 ):
     r"""Classify one rescaled single-example run from ``theta0`` (traceable).
 
@@ -131,22 +105,16 @@ def run(
         method, data, theta0: as for :func:`flows.solve` (``data`` one example, ``theta0``
             balanced for the theorem of :func:`analysis._certify.invariant_leader`).
         depth: :math:`L` (static).
-        options: the :class:`flows.SolverOptions` of every solve (static; :func:`run_options`);
-            ``dense`` is set here, where :math:`j^\dagger` is tracked.
-        atol: the absolute tolerance of every solve, in place of ``options.atol``
-            (:func:`analysis._regime.start_atol`): None (default) for
-            :math:`10^{-150}\max|\theta_0|`, taken from this (traced) ``theta0`` and kept for
-            every pass; a number (absolute) or ``"auto"`` (relative to each pass's start).
-        loss: ``"logistic"`` or ``"exponential"`` (static).
+        options: the :class:`analysis.RunOptions` of the run (static): every solve takes
+            :meth:`~analysis.RunOptions.solver`, with ``dense`` set where :math:`j^\dagger` is
+            tracked and the absolute tolerance of :func:`analysis._regime.start_atol`, taken
+            from this (traced) ``theta0`` and kept for every pass.
         need: ``"path"`` (track :math:`j^\dagger`, decide the regime), ``"direct"`` (stop at
             the first visit to another index), ``"escape"`` (stop at the escape certificate;
             :math:`j^\dagger` is not tracked) or ``"limit"`` (decide the regime and the
             settled leader as ``"path"`` does, without tracking :math:`j^\dagger` in between:
             ``sequential`` and ``direct`` then only say whether :math:`j^\dagger(0^+)` was
             already the major index, and ``excursion`` is never reported).
-        n_grid: points per solve on which :math:`j^\dagger` is read.
-        max_passes: solves allowed.
-        max_switches: switch times kept (``n_switches`` counts them all).
 
     Returns:
         dict of ``code`` (index into :data:`analysis.REGIMES`), ``first`` / ``last``
@@ -160,7 +128,10 @@ def run(
     """
     _check_need(need)
     track = need in ("path", "direct")
-    solver_options = options.replace(dense=track, atol=start_atol(atol, theta0))
+    loss, max_switches = options.loss, options.max_switches
+    solver_options = options.solver(depth).replace(
+        dense=track, atol=start_atol(options.atol, theta0)
+    )
     mu = data.X[0]
     target = jnp.argmax(mu)
     bound = perturbation_bound(method)
@@ -199,7 +170,7 @@ def run(
         if scheduled:
             out["t_real"] = c["t_real"] + traj.t_real_end
         if track:
-            out.update(_track(traj, c, intact, target, max_switches, n_grid))
+            out.update(_track(traj, c, intact, target, max_switches, options.n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
         trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound, depth)
         code = decide(
@@ -218,7 +189,8 @@ def run(
         )
         return out
 
-    c = jax.lax.while_loop(lambda c: (c["code"] < 0) & (c["passes"] < max_passes), body, init)
+    more = lambda c: (c["code"] < 0) & (c["passes"] < options.max_passes)  # noqa: E731
+    c = jax.lax.while_loop(more, body, init)
     code = jnp.where(c["code"] < 0, UNDETERMINED, c["code"])
     # Decided by the q-order theorem: the last change, to `lead`, is in the final blow-up,
     # below the resolution of float64; counted, with time NaN.

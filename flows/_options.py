@@ -157,12 +157,17 @@ class SolverOptions(eqx.Module):
             at once. From 1e-150 to 1e150 the twins agree on both backends
             (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
             overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
-        max_steps: step budget, an integer in [1, 2**62].
+        max_steps: step budget, an integer in [1, 2**62]. The scipy backend also stops
+            (``max_steps``) after ``50 max_steps`` calls of the field and its Jacobian, or
+            2,000 calls without completing a step (LSODA can call it for ever without
+            finishing a step).
         collapse_tol: relative collapse threshold in (0, 1), or None.
         escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
             rescaled flow, none for the plain flow).
         loss_tol: loss threshold > 0, or None.
-        dense: keep the dense output (diffrax only).
+        dense: keep the solver's dense interpolant (diffrax only), so that
+            ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in ``[0, t_end]``
+            (used to locate switch times by root-finding).
         real_time: carry the real time t along the rescaled flow (``traj.t_real``):
             ``"auto"`` (default) when the rule reads the time (an LE-SAM schedule
             σ(t), which is then read at t(τ)), or True/False. It costs steps:
@@ -285,18 +290,34 @@ class SolverOptions(eqx.Module):
 
     def replace(self, **changes) -> "SolverOptions":
         """A copy with some options changed (validated again)."""
-        kw = {k: getattr(self, k) for k in _FIELDS}
-        kw.update(changes)
-        return SolverOptions(**kw)
+        return solver_options(self, changes)
 
 
 _FIELDS = tuple(inspect.signature(SolverOptions.__init__).parameters)[1:]
 _NUMBERS = ("rtol", "atol", "collapse_tol", "escape_tol", "loss_tol")
-# The defaults, one definition (flows.solve's keywords take them).
-OPTION_DEFAULTS = {
-    k: p.default for k, p in inspect.signature(SolverOptions.__init__).parameters.items()
-    if k != "self"
-}  # fmt: skip
+
+
+def solver_options(options, overrides: dict) -> SolverOptions:
+    """``options`` (a :class:`SolverOptions`, or None for the defaults) with the keyword
+    shortcuts ``overrides`` applied (validated again); a name that is not a field is refused
+    with a ``ValueError`` naming it."""
+    if options is not None and not isinstance(options, SolverOptions):
+        raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
+    unknown = sorted(set(overrides) - set(_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}; the solver options are "
+            f"{', '.join(_FIELDS)} (flows.SolverOptions)."
+        )
+    if options is None:
+        return SolverOptions(**overrides)
+    if not overrides:
+        return options
+    kw = {k: getattr(options, k) for k in _FIELDS}
+    # a solver object built for one backend is not carried to another
+    if "backend" in overrides and overrides["backend"] != options.backend:
+        kw["solver"] = None
+    return SolverOptions(**{**kw, **overrides})
 
 
 def error_norm(scaled):

@@ -19,14 +19,10 @@ from ._config import cacheable_checks, release_compiled_when_crowded
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
-from ._options import OPTION_DEFAULTS, SolverOptions
+from ._options import SolverOptions, solver_options
 from ._problem import Dataset, check_loss, check_theta, objective
 from ._trajectory import Status, Trajectory
 from ._validate import as_array, check_scalar, is_traced
-
-# `solve`'s option keywords take SolverOptions' defaults; `solve` builds a
-# SolverOptions from them, unless the options object is passed whole.
-_D = OPTION_DEFAULTS
 
 
 def _backend(name: str):
@@ -79,16 +75,8 @@ def solve(
     ts=None,
     rescaled: bool = False,
     loss: str = "logistic",
-    backend: str = _D["backend"],
-    solver=_D["solver"],
-    rtol: float = _D["rtol"],
-    atol: float = _D["atol"],
-    max_steps: int = _D["max_steps"],
-    collapse_tol: float | None = _D["collapse_tol"],
-    escape_tol: float | None | str = _D["escape_tol"],
-    loss_tol: float | None = _D["loss_tol"],
-    dense: bool = _D["dense"],
     options: SolverOptions | None = None,
+    **overrides,
 ) -> Trajectory:
     r"""Integrate :math:`\dot\theta=-\nabla\mathcal L(\theta+\varepsilon(\theta))` from ``theta0``.
 
@@ -138,33 +126,13 @@ def solve(
         ts: saving times in ``[0, t1]``; default 101 equispaced points.
         rescaled: integrate the single-example rescaled flow.
         loss: ``"logistic"`` or ``"exponential"``.
-        backend: ``"diffrax"`` (jit/vmap-able, differentiable, GPU), ``"scipy"`` (the
-            independent reference, not traceable) or ``"numba"`` (the per-trajectory CPU
-            engine of :func:`flows.solve_many`, diffrax's steps compiled per trajectory;
-            GD, ℓ2-SAM, ``LinfSAM(rho, delta)`` and LE-SAM with a constant σ; not
-            traceable).
-        solver: diffrax: a name in ``DIFFRAX_SOLVERS`` (default ``"tsit5"``) or a
-            ``diffrax.AbstractSolver``; scipy: a ``solve_ivp`` method name
-            (default ``"LSODA"``; implicit methods get the autodiff Jacobian); numba:
-            ``"tsit5"`` (default) or ``"dopri5"``.
-        rtol, atol: tolerances of the PID step-size controller / of ``solve_ivp``.
-            ``atol="auto"`` (default) is relative to the problem's scale,
-            :math:`10^{-10}\max|\theta_0|`, so that the scale twins take the same
-            steps at every magnitude; a number is an absolute tolerance.
-        max_steps: step budget. The scipy backend also stops (``max_steps``) after
-            ``50 max_steps`` calls of the field and its Jacobian, or 2,000 calls without
-            completing a step (LSODA can call it for ever without finishing a step).
-        collapse_tol: relative collapse threshold in (0, 1), or None for no event.
-        escape_tol: relative escape threshold > 1, or None for no event. The
-            default ``"auto"`` means 1e6 for the rescaled flow and no event for the
-            plain flow.
-        loss_tol: loss threshold > 0, or None (default) for no event.
-        dense: keep the solver's dense interpolant (diffrax only), so that
-            ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in
-            ``[0, t_end]`` (used to locate switch times by root-finding).
-        options: a :class:`SolverOptions` holding ``backend``, ``solver``, the
-            tolerances, ``max_steps``, the event thresholds and ``dense``, in
-            place of those keywords (which must then keep their defaults).
+        options: a :class:`SolverOptions`: backend (``"diffrax"``, the default here;
+            ``"scipy"``, the independent reference; ``"numba"``, the CPU engine of
+            :func:`flows.solve_many`), solver, tolerances, step budget, event thresholds,
+            dense output. Default: its defaults.
+        overrides: fields of :class:`SolverOptions` as keywords (``backend="scipy"``,
+            ``rtol=1e-10``, ``max_steps=...``, ``loss_tol=...``, ``dense=True``, ...), applied
+            to ``options``; a name that is not a field is refused (``ValueError``).
 
     Returns:
         A :class:`Trajectory` with ``status``, ``t_end``, ``n_steps`` and ``n_rejected``
@@ -182,11 +150,7 @@ def solve(
     theta0 = check_theta(theta0, data)
     t1 = check_scalar("t1", t1, positive=True)
     ts = check_ts(ts, t1)
-    given = dict(
-        backend=backend, solver=solver, rtol=rtol, atol=atol, max_steps=max_steps,
-        collapse_tol=collapse_tol, escape_tol=escape_tol, loss_tol=loss_tol, dense=dense,
-    )  # fmt: skip
-    options = _check_options(options, given)
+    options = solver_options(options, overrides)
     _check_schedule(method, t1, rescaled)
     if options.dense and options.backend == "diffrax":
         _check_dense_size(options, theta0.size + rescaled, _is_filippov(method))
@@ -295,21 +259,6 @@ def _stopped_at_start(traj: Trajectory, theta0, at_start, status) -> Trajectory:
             (pick(0, dense.size), pick(zero, dense.s_end)),
         )
     return out
-
-
-def _check_options(options, given) -> SolverOptions:
-    """The options object: ``options`` itself, or built from the keywords."""
-    if options is None:
-        return SolverOptions(**given)
-    if not isinstance(options, SolverOptions):
-        raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
-    changed = sorted(k for k, v in given.items() if v is not _D[k] and v != _D[k])
-    if changed:
-        raise ValueError(
-            f"`options` replaces the keywords {changed}: pass them in the SolverOptions "
-            "(options.replace(...)) or without `options`."
-        )
-    return options
 
 
 #: Times at which a schedule σ(t) is checked before a run, spread over [0, t1].

@@ -34,9 +34,15 @@ def no_solving(monkeypatch):
 @pytest.mark.parametrize(
     "call, error, name",
     [
-        (lambda: analysis.critical_alpha(L2, MU, solver_rtol=2), ValueError, "`solver_rtol`"),
-        (lambda: analysis.critical_alpha(L2, MU, solver_atol=-1.0), ValueError, "`solver_atol`"),
-        (lambda: analysis.critical_alpha(L2, MU, solver_rtol="a"), TypeError, "`solver_rtol`"),
+        (lambda: analysis.critical_alpha(L2, MU, atol=-1.0), ValueError, "`atol`"),
+        (lambda: analysis.critical_alpha(L2, MU, atol="a"), TypeError, "`atol`"),
+        (lambda: analysis.critical_alpha(L2, MU, solver_rtol=1e-8), ValueError, "'solver_rtol'"),
+        (lambda: analysis.RunOptions(rtol=2.0), ValueError, "`rtol`"),
+        (lambda: analysis.RunOptions(max_passes=0), ValueError, "`max_passes`"),
+        (lambda: analysis.RunOptions(loss="hinge"), ValueError, "`loss`"),
+        (lambda: analysis.regime_path(L2, MU, 0.5, options={}), ValueError, "`options`"),
+        (lambda: analysis.regime_path(L2, MU, 0.5, max_restarts=3), ValueError, "'max_restarts'"),
+        (lambda: analysis.phase_diagram(L2, MU, alpha=[1.0, 2.0], chunk=3), ValueError, "'chunk'"),
         (lambda: analysis.critical_alpha(L2, MU, bracket=(1, 2, 3)), ValueError, "`bracket`"),
         (lambda: analysis.critical_alpha(L2, MU, bracket=("a", "b")), ValueError, "`bracket`"),
         (lambda: analysis.critical_alpha(L2, MU, bracket=(0.1, np.inf)), ValueError, "`bracket`"),

@@ -154,7 +154,8 @@ def test_linf_sam_at_depth_one_never_collapses():
         (dict(mu=[1.0, np.inf]), "mu"),
         (dict(method=None), "method"),
         (dict(depth=0), "depth"),
-        (dict(solver_rtol=2.0), "solver_rtol"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(atol=-1.0), "atol"),
     ],
 )
 def test_critical_alpha_bad_input(kwargs, name):

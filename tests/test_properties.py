@@ -729,7 +729,7 @@ def test_l2sam_thresholds_are_rays(exponent, mu):
 
 
 REGIME_KEYS = (
-    "mu alpha depth t1 max_restarts rtol atol loss max_steps collapse_tol escape_tol".split()
+    "mu alpha depth t1 max_passes rtol atol loss max_steps collapse_tol escape_tol".split()
 )
 
 
@@ -738,7 +738,7 @@ VALID_REGIME = {
     "alpha": [0.5, 2.0],
     "depth": [2, 3],
     "t1": [10.0, 1e3],
-    "max_restarts": [0, 3],
+    "max_passes": [1, 3],
     "rtol": [1e-8, 1e-10],
     "atol": [None, 1e-12],
     "loss": ["logistic", "exponential"],
@@ -760,7 +760,7 @@ def test_regime_path_refuses_before_solving(no_integration):
     each_argument(VALID_REGIME, hostile, call)
 
 
-BOUNDARY_KEYS = "mu rtol points bracket scan max_steps solver_rtol solver_atol depth".split()
+BOUNDARY_KEYS = "mu rtol points bracket scan max_steps atol depth".split()
 BOUNDARY_KEYS += ["max_passes", "collapse_tol", "escape_tol", "loss"]
 
 
@@ -771,8 +771,7 @@ VALID_BOUNDARY = {
     "bracket": [(0.1, 2.0), (0.01, 10.0)],
     "scan": [4, 8],
     "max_steps": [12_346, 54_321],
-    "solver_rtol": [1e-8, 1e-10],
-    "solver_atol": [1e-12, 1e-20],
+    "atol": [1e-12, 1e-20],
     "depth": [2, 3],
     "max_passes": [1, 3],
     "collapse_tol": [1e-6, 1e-3],
@@ -991,7 +990,7 @@ PUBLIC = [
         analysis.boundary,
         dict(family=_family, mu=MU, bracket=(0.1, 1.0)),
         "family mu depth bracket kind rtol points log max_steps collapse_tol escape_tol loss "
-        "solver_rtol solver_atol max_passes".split(),
+        "atol max_passes".split(),
         1,
     ),
     (

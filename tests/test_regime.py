@@ -235,7 +235,7 @@ def test_regime_three_regimes_from_hand_bounds():
         (dict(depth=0), "depth"),
         (dict(method="sam"), "method"),
         (dict(alpha=[1.0, 2.0, 3.0]), "alpha"),
-        (dict(max_restarts=-1), "max_restarts"),
+        (dict(max_passes=0), "max_passes"),
     ],
 )
 def test_regime_bad_input(kwargs, name):

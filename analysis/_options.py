@@ -1,0 +1,160 @@
+r"""How the analysis runs each single-example flow to a decision: one options object.
+
+:class:`RunOptions` holds what :func:`analysis.regime_path`, :func:`analysis.boundary` (and
+:func:`analysis.critical_alpha`, :func:`analysis.direct_alpha`), :func:`analysis.phase_diagram`
+and :func:`analysis.limit_map` share: the solver tolerances, the step budget of each pass and
+the number of passes, the stopping events, the loss, and how :math:`j^\dagger` is tracked. The
+same names and defaults hold in every one of them; each also takes the fields as keyword
+shortcuts, forwarded here (:func:`run_options`), in one place.
+"""
+
+import dataclasses
+import inspect
+
+import numpy as np
+
+import flows
+from flows._validate import check_int
+
+from ._problem import check_positive
+
+LOSSES = ("logistic", "exponential")
+
+
+def default_escape_tol(depth: int) -> float:
+    r"""Growth factor of ‖θ‖ at which one solve stops to check the certificate.
+
+    :math:`10^3` at :math:`L\le2`; 10 at :math:`L\ge3`, where a solve into the
+    finite-:math:`\tau` blow-up must not push :math:`\tau^*-\tau` below the resolution of
+    :math:`\tau` (a factor :math:`c` shrinks it by :math:`c^{L-2}`).
+    """
+    return 1e3 if depth <= 2 else 10.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    r"""The options of the analysis's runs (validated at construction).
+
+    A run is the rescaled single-example flow from one start, solved by :func:`flows.solve` in
+    passes: each pass stops at ``escape_tol`` times its starting norm, at its τ budget, at a
+    collapse (:math:`\lVert\theta\rVert\le` ``collapse_tol`` times the norm at the start of the
+    pass) or after ``max_steps`` steps, and the run is continued from there until the
+    certificates decide it, or ``max_passes`` passes are spent (``undetermined``, never
+    guessed).
+
+    Arguments:
+        rtol: relative tolerance of every solve, in (0, 1).
+        atol: absolute tolerance. None (default): :math:`10^{-150}\max|\theta_0|`, taken from
+            the run's first start and kept for its every pass
+            (:func:`analysis._regime.start_atol`), so that the scale twins
+            :math:`(\lambda\alpha,\lambda\rho)` are solved alike at every magnitude and a weight
+            that decays by many orders of magnitude near a saddle is still resolved relative to
+            itself. A number in (0, inf) is absolute, the same at every scale; ``"auto"`` is
+            :meth:`flows.SolverOptions.atol_for`, relative to each pass's start.
+        max_steps: step budget of each pass, an integer >= 1. A pass that spends it is continued
+            by the next, so it changes the cost, not the answers (the compiled runs hold a dense
+            output of ``max_steps`` steps per point: a larger budget costs memory).
+        max_passes: passes allowed per run, an integer >= 1.
+        collapse_tol: relative collapse threshold of each pass, in (0, 1).
+        escape_tol: growth factor of :math:`\lVert\theta\rVert` at which a pass stops to check
+            the certificates, > 1; None (default): :func:`analysis._regime.default_escape_tol`
+            of the depth.
+        loss: ``"logistic"`` or ``"exponential"``.
+        n_grid: points of each pass's dense output on which the compiled runs read
+            :math:`j^\dagger` (:func:`analysis._run.run`), an integer >= 2.
+        max_switches: switch times the compiled runs keep, an integer >= 1 (``n_switches``
+            counts them all).
+
+    >>> import analysis
+    >>> analysis.RunOptions(max_steps=4096).replace(rtol=1e-12).rtol
+    1e-12
+    """
+
+    rtol: float = 1e-10
+    atol: float | str | None = None
+    max_steps: int = 1024
+    max_passes: int = 64
+    collapse_tol: float = 1e-6
+    escape_tol: float | None = None
+    loss: str = "logistic"
+    n_grid: int = 257
+    max_switches: int = 16
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        put("rtol", check_positive("rtol", self.rtol, upper=1.0))
+        if not (self.atol is None or (isinstance(self.atol, str) and self.atol == "auto")):
+            put("atol", check_positive("atol", self.atol, upper=np.inf))
+        put("max_steps", check_int("max_steps", self.max_steps, minimum=1, maximum=2**62))
+        put("max_passes", check_int("max_passes", self.max_passes, minimum=1))
+        put("collapse_tol", check_positive("collapse_tol", self.collapse_tol, upper=1.0))
+        if self.escape_tol is not None:
+            above_one = np.nextafter(1.0, 2.0)
+            put("escape_tol", check_positive("escape_tol", self.escape_tol, lower=above_one))
+        if not isinstance(self.loss, str) or self.loss not in LOSSES:
+            raise ValueError(f"`loss` must be one of {LOSSES}; got {self.loss!r}.")
+        put("n_grid", check_int("n_grid", self.n_grid, minimum=2))
+        put("max_switches", check_int("max_switches", self.max_switches, minimum=1))
+
+    def replace(self, **changes) -> "RunOptions":
+        """A copy with some options changed (validated again)."""
+        return run_options(self, changes)
+
+    def solver(self, depth: int) -> flows.SolverOptions:
+        """The :class:`flows.SolverOptions` of every pass at depth ``depth`` (the absolute
+        tolerance is set per run from its start, :func:`analysis._regime.start_atol`)."""
+        escape = default_escape_tol(depth) if self.escape_tol is None else self.escape_tol
+        return flows.SolverOptions(
+            collapse_tol=self.collapse_tol, rtol=self.rtol, max_steps=self.max_steps,
+            escape_tol=escape,
+        )  # fmt: skip
+
+    def record(self) -> dict:
+        """The options as plain values (for a sweep's cache key and a result's attributes)."""
+        return dataclasses.asdict(self)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(RunOptions))
+
+
+def run_options(options, overrides: dict, *, exclude=()) -> RunOptions:
+    """``options`` (a :class:`RunOptions`, or None for the defaults) with the keyword shortcuts
+    ``overrides`` applied; a name that is not a field (or is in ``exclude``) is refused with a
+    ``ValueError`` naming it."""
+    if options is None:
+        options = RunOptions()
+    elif not isinstance(options, RunOptions):
+        raise ValueError(f"`options` must be None or an analysis.RunOptions; got {options!r}.")
+    unknown = sorted(set(overrides) - set(FIELDS) | (set(overrides) & set(exclude)))
+    if unknown:
+        allowed = ", ".join(f for f in FIELDS if f not in exclude)
+        raise ValueError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}; the run options are {allowed} "
+            "(analysis.RunOptions)."
+        )
+    if not overrides:
+        return options
+    return dataclasses.replace(options, **overrides)
+
+
+#: The keywords of :func:`flows.sweep` that the sweeping functions pass on; the rest (the
+#: function, its parameters, the cache folder, the progress bar, the record) they set.
+SWEEP_KEYWORDS = tuple(
+    p for p in inspect.signature(flows.sweep).parameters
+    if p not in ("fn", "params", "static", "product", "cache_dir", "config", "progress")
+)  # fmt: skip
+
+
+def split_options(options, kwargs: dict) -> tuple[RunOptions, dict]:
+    """Split a sweeping function's keywords: fields of :class:`RunOptions` (applied to
+    ``options``) and keywords of :func:`flows.sweep` (returned as a dict); a name that is
+    neither is refused with a ``ValueError`` naming it."""
+    unknown = sorted(set(kwargs) - set(FIELDS) - set(SWEEP_KEYWORDS))
+    if unknown:
+        raise ValueError(
+            f"unknown keyword(s) {', '.join(map(repr, unknown))}; pass fields of "
+            f"analysis.RunOptions ({', '.join(FIELDS)}) or keywords of flows.sweep "
+            f"({', '.join(SWEEP_KEYWORDS)})."
+        )
+    run = {k: v for k, v in kwargs.items() if k in FIELDS}
+    return run_options(options, run), {k: v for k, v in kwargs.items() if k not in FIELDS}
