@@ -105,9 +105,7 @@ def phase_diagram(
     start :math:`w^{(l)}(0)=\alpha`, classified by :func:`analysis._run.run` (the certificates
     and :func:`analysis._regime.decide` of :func:`analysis.regime_path`, in one compiled,
     vmapped call per chunk), swept by :func:`flows.sweep`: cached and resumable with
-    ``cache_dir``, with a progress bar. ``sweep_options`` go to :func:`flows.sweep`
-    (``executor=`` a Dask ``Client`` or ``"dask"`` runs the chunks on a cluster, with the
-    same results; ``workers``, ``chunk_size``, ``order``, ...).
+    ``cache_dir``, with a progress bar.
 
     Each of ``alpha``, ``rho``, ``sigma``, ``rho_max`` and ``depth`` is a number (fixed) or a
     1-D array (an axis of the grid). ``method`` is a template: the fields named by the axes

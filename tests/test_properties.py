@@ -825,6 +825,20 @@ def _sweep_fn(a):
 
 # (name, call, base keyword arguments, keys to perturb, integrates)
 PUBLIC = [
+    (
+        "analysis.margin_gradient_norm",
+        analysis.margin_gradient_norm,
+        dict(traj=TRAJ, data=DATA),
+        ["traj", "data"],
+        0,
+    ),
+    (
+        "analysis.RunOptions",
+        analysis.RunOptions,
+        dict(rtol=1e-9, max_steps=2048),
+        "rtol atol max_steps max_passes collapse_tol escape_tol loss n_grid max_switches".split(),
+        0,
+    ),
     ("flows.log_speed", flows.log_speed, dict(loss="logistic", z=[0.5, -1.0]), ["loss", "z"], 0),
     (
         "flows.margins",
