@@ -9,12 +9,11 @@ shortcuts, forwarded here (:func:`run_options`), in one place.
 """
 
 import dataclasses
-import inspect
 
 import numpy as np
 
 import flows
-from flows._validate import check_int
+from flows._validate import check_int, with_overrides
 
 from ._problem import check_positive
 
@@ -121,28 +120,13 @@ def run_options(options, overrides: dict, *, exclude=()) -> RunOptions:
     """``options`` (a :class:`RunOptions`, or None for the defaults) with the keyword shortcuts
     ``overrides`` applied; a name that is not a field (or is in ``exclude``) is refused with a
     ``ValueError`` naming it."""
-    if options is None:
-        options = RunOptions()
-    elif not isinstance(options, RunOptions):
-        raise ValueError(f"`options` must be None or an analysis.RunOptions; got {options!r}.")
-    unknown = sorted(set(overrides) - set(FIELDS) | (set(overrides) & set(exclude)))
-    if unknown:
-        allowed = ", ".join(f for f in FIELDS if f not in exclude)
-        raise ValueError(
-            f"unknown option(s) {', '.join(map(repr, unknown))}; the run options are {allowed} "
-            "(analysis.RunOptions)."
-        )
-    if not overrides:
-        return options
-    return dataclasses.replace(options, **overrides)
+    return with_overrides(options, overrides, RunOptions, FIELDS, exclude)
 
 
-#: The keywords of :func:`flows.sweep` that the sweeping functions pass on; the rest (the
-#: function, its parameters, the cache folder, the progress bar, the record) they set.
-SWEEP_KEYWORDS = tuple(
-    p for p in inspect.signature(flows.sweep).parameters
-    if p not in ("fn", "params", "static", "product", "cache_dir", "config", "progress")
-)  # fmt: skip
+#: The keywords of :func:`flows.sweep` that the sweeping functions pass on (the fields of
+#: :class:`flows.SweepOptions`, the seed and the state key); the rest (the function, its
+#: parameters, the cache folder, the progress bar, the record) they set.
+SWEEP_KEYWORDS = (*(f.name for f in dataclasses.fields(flows.SweepOptions)), "seed", "key")
 
 
 def split_options(options, kwargs: dict) -> tuple[RunOptions, dict]:

@@ -29,6 +29,7 @@ from ._problem import margins as margins
 from ._problem import objective as objective
 from ._problem import single_example as single_example
 from ._solve import solve as solve
+from ._sweep import SweepOptions as SweepOptions
 from ._sweep import SweepResult as SweepResult
 from ._sweep import load_sweep as load_sweep
 from ._sweep import sweep as sweep

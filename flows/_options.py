@@ -15,7 +15,7 @@ import numpy as np
 import optimistix as optx
 
 from . import _rk
-from ._validate import check_int, real_number
+from ._validate import check_int, real_number, with_overrides
 
 # Solver names accepted by ``solve(..., solver=...)``. Tsit5 is the default: away
 # from the ℓ∞ switching surfaces these flows are smooth and non-stiff (the
@@ -301,23 +301,11 @@ def solver_options(options, overrides: dict) -> SolverOptions:
     """``options`` (a :class:`SolverOptions`, or None for the defaults) with the keyword
     shortcuts ``overrides`` applied (validated again); a name that is not a field is refused
     with a ``ValueError`` naming it."""
-    if options is not None and not isinstance(options, SolverOptions):
-        raise ValueError(f"`options` must be None or a flows.SolverOptions; got {options!r}.")
-    unknown = sorted(set(overrides) - set(_FIELDS))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {', '.join(map(repr, unknown))}; the solver options are "
-            f"{', '.join(_FIELDS)} (flows.SolverOptions)."
-        )
-    if options is None:
-        return SolverOptions(**overrides)
-    if not overrides:
-        return options
-    kw = {k: getattr(options, k) for k in _FIELDS}
-    # a solver object built for one backend is not carried to another
-    if "backend" in overrides and overrides["backend"] != options.backend:
-        kw["solver"] = None
-    return SolverOptions(**{**kw, **overrides})
+    backend = getattr(options, "backend", None)
+    if isinstance(options, SolverOptions) and overrides.get("backend", backend) != backend:
+        # a solver object built for one backend is not carried to another
+        overrides = {"solver": None, **overrides}
+    return with_overrides(options, overrides, SolverOptions, _FIELDS)
 
 
 def error_norm(scaled):

@@ -120,3 +120,29 @@ def check_int(name: str, x, *, minimum: int, maximum: int | None = None) -> int:
     if x < minimum or (maximum is not None and x > maximum):
         raise ValueError(f"`{name}` must be an integer {accepted}; got {x!r}.")
     return int(x)
+
+
+def with_overrides(options, overrides: dict, cls, fields, exclude=()):
+    """The options object ``options`` (an instance of ``cls``, or None for its defaults) with
+    the keyword shortcuts ``overrides`` applied through ``cls(**fields)``, so validated again.
+
+    One rule for every options object of the package (:class:`flows.SolverOptions`,
+    :class:`flows.SweepOptions`, :class:`analysis.RunOptions`): a name that is not one of
+    ``fields`` (or is in ``exclude``) is refused with a ``ValueError`` naming it, and so is an
+    ``options`` of another type.
+    """
+    label = f"{cls.__module__.split('.')[0]}.{cls.__name__}"
+    if options is not None and not isinstance(options, cls):
+        raise ValueError(f"`options` must be None or a {label}; got {options!r}.")
+    unknown = sorted(set(overrides) - set(fields) | (set(overrides) & set(exclude)))
+    if unknown:
+        allowed = ", ".join(f for f in fields if f not in exclude)
+        raise ValueError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}; the options are {allowed} "
+            f"({label})."
+        )
+    if options is None:
+        return cls(**overrides)
+    if not overrides:
+        return options
+    return cls(**{**{k: getattr(options, k) for k in fields}, **overrides})

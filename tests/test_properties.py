@@ -826,6 +826,13 @@ def _sweep_fn(a):
 # (name, call, base keyword arguments, keys to perturb, integrates)
 PUBLIC = [
     (
+        "flows.SweepOptions",
+        flows.SweepOptions,
+        dict(chunk_size=8, workers=1),
+        "order chunk_size max_chunk memory_budget devices workers executor compile_cache".split(),
+        0,
+    ),
+    (
         "analysis.margin_gradient_norm",
         analysis.margin_gradient_norm,
         dict(traj=TRAJ, data=DATA),

@@ -88,14 +88,9 @@ def _solve_schedule(sigma):
         (lambda: _solve_schedule(lambda t: 0.3 - t), "`sigma`"),  # negative at t1
         (lambda: _solve_schedule(lambda t: jnp.array([0.1, 0.2])), "`sigma`"),
         (lambda: _solve_schedule(lambda: 0.1), "`sigma`"),  # not a function of t
-        # the options object (issue 11)
+        # the options object
         (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, options={"rtol": 1e-9}), "`options`"),
-        (
-            lambda: flows.solve(
-                flows.GD(), DATA, THETA, t1=1.0, rtol=1e-9, options=flows.SolverOptions()
-            ),
-            "`options`",
-        ),
+        (lambda: flows.solve(flows.GD(), DATA, THETA, t1=1.0, rtoll=1e-9), "'rtoll'"),
         (lambda: flows.SolverOptions(rtol=2.0), "`rtol`"),
         (lambda: flows.SolverOptions(real_time="yes"), "`real_time`"),
         (lambda: flows.SolverOptions(backend="scipy", dense=True), "`dense`"),
@@ -280,3 +275,20 @@ def test_an_array_atol_is_the_same_solve_as_its_number():
         b = flows.solve(flows.L2SAM(0.2), DATA, THETA, t1=2.0, atol=atol, **kw)
         np.testing.assert_array_equal(np.asarray(a.thetas), np.asarray(b.thetas))
         assert int(a.n_steps) == int(b.n_steps)
+
+
+def test_keyword_shortcuts_are_applied_to_the_options_object():
+    """A keyword shortcut replaces that field of the options object and keeps the others (one
+    rule for flows.SolverOptions, flows.SweepOptions and analysis.RunOptions)."""
+    import analysis
+    from flows._options import solver_options
+
+    got = solver_options(flows.SolverOptions(rtol=1e-9, backend="scipy"), {"max_steps": 5})
+    assert (got.rtol, got.max_steps, got.backend, got.solver) == (1e-9, 5, "scipy", "LSODA")
+    assert solver_options(got, {"backend": "diffrax"}).solver.__class__.__name__ == "Tsit5"
+    run = analysis.RunOptions(max_passes=3).replace(rtol=1e-12)
+    assert (run.max_passes, run.rtol, run.max_steps) == (3, 1e-12, analysis.RunOptions().max_steps)
+    from flows._sweep._run import sweep_options
+
+    sweep = sweep_options(flows.SweepOptions(workers=1), {"chunk_size": 4})
+    assert (sweep.workers, sweep.chunk_size, sweep.executor) == (1, 4, None)

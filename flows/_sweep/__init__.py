@@ -7,6 +7,7 @@ isolate failing points), ``_executors`` (host threads or Dask tasks), ``_worker`
 (the set-up of a Dask worker process) and ``_run`` (the orchestrator, :func:`sweep`).
 """
 
+from ._run import SweepOptions as SweepOptions
 from ._run import sweep as sweep
 from ._store import SweepResult as SweepResult
 from ._store import load_sweep as load_sweep

@@ -6,7 +6,7 @@ parameters returning a pytree of arrays) and a grid
 values that change shapes or code: depth, d, solver name) and *dynamic* points
 :math:`P` (numbers or arrays: α, ρ, σ, μ, ...), :func:`sweep` returns
 :math:`f(s, p)` for every :math:`(s, p)\in G`, stacked with the grid's shape.
-The pieces (issues 5, 6 and 13): the grid and its cost order (``_grid``), the key
+The pieces: the grid and its cost order (``_grid``), the key
 (``_key``), the store of chunk files (``_store``), one chunk's computation
 (``_chunk``) and the executors that run chunks on threads or on Dask
 (``_executors``).
@@ -14,6 +14,7 @@ The pieces (issues 5, 6 and 13): the grid and its cost order (``_grid``), the ke
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import sys
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .._config import release_compiled_when_crowded
+from .._validate import with_overrides
 from ._chunk import ChunkFn
 from ._executors import executor_factory
 from ._grid import Grid
@@ -41,25 +43,89 @@ def _check_int(name, value, minimum, allow_none=True):
         raise ValueError(f"`{name}` must be {accepted}; got {value!r}.")
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class SweepOptions:
+    """How :func:`flows.sweep` runs its chunks: none of these changes a result or the cache key
+    (but ``order``, which sorts the points of each chunk, is recorded with the key).
+
+    Arguments:
+        order: optional expected-cost key ``order(points) -> (N,) array`` of the
+            dynamic points (a dict of NumPy arrays). Points are sorted by it before
+            chunking so that the lockstep batches hold solves of similar cost; the
+            output is unsorted back to the grid.
+        chunk_size: points per compiled batch; default: ``max_chunk`` (or ``N``),
+            halved until XLA's memory analysis fits in ``memory_budget`` bytes
+            (a positive integer; default min(2 GiB, RAM/4), shared by the threads of
+            one process). Rounded up to a multiple of the device count.
+        max_chunk: default 256 points per CPU device, 8192 per accelerator.
+        memory_budget: see ``chunk_size``.
+        devices: devices to split each chunk across (default: the first CPU device,
+            or all local accelerators).
+        workers: host threads computing chunks concurrently (default: the usable
+            CPU cores on a CPU backend, 1 on accelerators); with ``executor="dask"``
+            the number of worker processes (default: one per core, or per GPU).
+        executor: where chunks run: ``None`` or ``"threads"`` (host threads of this
+            process), ``"dask"`` (a ``LocalCluster`` of spawned single-threaded
+            worker processes, started and closed by the sweep) or a
+            ``dask.distributed.Client`` of any cluster (each chunk one task). The
+            results, the key and the cache are the same for every executor; the
+            manifest records which one ran.
+        compile_cache: with a ``cache_dir``, in each process that computes chunks,
+            enable JAX's persistent compilation cache in ``cache_dir/jax-cache``
+            unless a cache folder is already configured there (:func:`flows.configure`
+            configures its own, ``~/.cache/samflows/jax`` or
+            ``$SAMFLOWS_COMPILATION_CACHE``, which wins) or that variable turns the
+            cache off; so a second process reuses the compiled chunk function. JAX caches no
+            executable that contains host callbacks, which equinox's runtime checks
+            (``eqx.error_if``, used by flows and diffrax) are unless the environment
+            sets ``EQX_ON_ERROR=nan`` before equinox is imported.
+    """
+
+    order: Callable | None = None
+    chunk_size: int | None = None
+    max_chunk: int | None = None
+    memory_budget: int | None = None
+    devices: object = None
+    workers: int | None = None
+    executor: object = None
+    compile_cache: bool = True
+
+    def __post_init__(self):
+        for name, minimum in (("chunk_size", 1), ("max_chunk", 1), ("memory_budget", 1)):
+            _check_int(name, getattr(self, name), minimum)
+        if self.order is not None and not callable(self.order):
+            raise ValueError(
+                f"`order` must be None or a callable of the points; got {self.order!r}."
+            )
+        if not isinstance(self.compile_cache, (bool, np.bool_)):
+            raise ValueError(f"`compile_cache` must be True or False; got {self.compile_cache!r}.")
+        if self.devices is not None:
+            object.__setattr__(self, "devices", list(self.devices))
+        executor_factory(self.executor, self.workers, self.devices)  # checks both
+
+
+SWEEP_FIELDS = tuple(f.name for f in dataclasses.fields(SweepOptions))
+
+
+def sweep_options(options, overrides: dict) -> SweepOptions:
+    """``options`` (a :class:`SweepOptions`, or None for the defaults) with the keyword
+    shortcuts ``overrides`` applied; a name that is not a field is refused, naming it."""
+    return with_overrides(options, overrides, SweepOptions, SWEEP_FIELDS)
+
+
 def sweep(
     fn: Callable,
     params: Mapping,
     *,
     static: Mapping | None = None,
     product: bool = True,
-    order: Callable | None = None,
-    chunk_size: int | None = None,
-    max_chunk: int | None = None,
-    memory_budget: int | None = None,
     cache_dir=None,
     config: Mapping | None = None,
     seed: int = 0,
-    devices=None,
-    workers: int | None = None,
-    executor=None,
-    progress: bool = True,
-    compile_cache: bool = True,
     key: str | None = None,
+    progress: bool = True,
+    options: SweepOptions | None = None,
+    **overrides,
 ) -> SweepResult:
     r"""Evaluate ``fn(**static, **point)`` on every point of a grid, in cached jit/vmap chunks.
 
@@ -80,15 +146,6 @@ def sweep(
         static: name -> list of hashable Python values (depth, d, solver, ...).
         product: Cartesian product of the ``params`` axes (default), or zip them
             (all must share the leading length ``N``).
-        order: optional expected-cost key ``order(points) -> (N,) array`` of the
-            dynamic points (a dict of NumPy arrays). Points are sorted by it before
-            chunking so that the lockstep batches hold solves of similar cost; the
-            output is unsorted back to the grid.
-        chunk_size: points per compiled batch; default: ``max_chunk`` (or ``N``),
-            halved until XLA's memory analysis fits in ``memory_budget`` bytes
-            (a positive integer; default min(2 GiB, RAM/4), shared by the threads of
-            one process). Rounded up to a multiple of the device count.
-        max_chunk: default 256 points per CPU device, 8192 per accelerator.
         cache_dir: folder for chunk files, ``result.npz`` and ``manifest.json``
             (under ``cache_dir/<key>/``); ``None`` keeps results in memory only.
             With a Dask executor it must be on storage every worker can write.
@@ -96,27 +153,11 @@ def sweep(
         config: extra JSON-able configuration that ``fn`` depends on and that is
             not visible in its source, closure or the grid; recorded and hashed.
         seed: recorded, hashed and used for the per-point ``key``.
-        devices: devices to split each chunk across (default: the first CPU device,
-            or all local accelerators).
-        workers: host threads computing chunks concurrently (default: the usable
-            CPU cores on a CPU backend, 1 on accelerators); with ``executor="dask"``
-            the number of worker processes (default: one per core, or per GPU).
-        executor: where chunks run: ``None`` or ``"threads"`` (host threads of this
-            process), ``"dask"`` (a ``LocalCluster`` of spawned single-threaded
-            worker processes, started and closed by this call) or a
-            ``dask.distributed.Client`` of any cluster (each chunk one task). The
-            results, the key and the cache are the same for every executor; the
-            manifest records which one ran.
         progress: show a progress bar over chunks (tqdm, on stderr).
-        compile_cache: with a ``cache_dir``, in each process that computes chunks,
-            enable JAX's persistent compilation cache in ``cache_dir/jax-cache``
-            unless a cache folder is already configured there (:func:`flows.configure`
-            configures its own, ``~/.cache/samflows/jax`` or
-            ``$SAMFLOWS_COMPILATION_CACHE``, which wins) or that variable turns the
-            cache off; so a second process reuses the compiled chunk function. JAX caches no
-            executable that contains host callbacks, which equinox's runtime checks
-            (``eqx.error_if``, used by flows and diffrax) are unless the environment
-            sets ``EQX_ON_ERROR=nan`` before equinox is imported.
+        options: a :class:`SweepOptions`: where and in what batches the chunks run (cost
+            order, chunk size, devices, threads or a Dask cluster, compilation cache).
+        overrides: fields of :class:`SweepOptions` as keywords (``executor="dask"``,
+            ``workers=4``, ``chunk_size=...``, ``order=...``), applied to ``options``.
         key: a non-empty string naming the state of ``fn`` that the sweep cannot
             describe by value, to be changed whenever that state changes. The cache
             key covers ``fn``'s code, its closure, defaults and the globals it
@@ -147,12 +188,8 @@ def sweep(
     release_compiled_when_crowded()
     if not callable(fn):
         raise ValueError(f"`fn` must be callable; got {fn!r}.")
-    for name, value, minimum in (
-        ("chunk_size", chunk_size, 1),
-        ("max_chunk", max_chunk, 1),
-        ("memory_budget", memory_budget, 1),
-    ):
-        _check_int(name, value, minimum)
+    opts = sweep_options(options, overrides)
+    order, devices, compile_cache = opts.order, opts.devices, opts.compile_cache
     if (
         isinstance(seed, bool)
         or not isinstance(seed, (int, np.integer))
@@ -161,8 +198,6 @@ def sweep(
         raise ValueError(f"`seed` must be an integer in [-2**63, 2**63); got {seed!r}.")
     if key is not None and (not isinstance(key, str) or not key.strip()):
         raise ValueError(f"`key` must be None or a non-empty string; got {key!r}.")
-    if order is not None and not callable(order):
-        raise ValueError(f"`order` must be None or a callable of the points; got {order!r}.")
     if config is not None and not isinstance(config, Mapping):
         raise ValueError(f"`config` must be None or a mapping of JSON values; got {config!r}.")
     config = dict(config or {})
@@ -170,8 +205,7 @@ def sweep(
         json.dumps(config)
     except TypeError as err:
         raise ValueError(f"`config` must be JSON-serialisable: {err}") from None
-    devices = None if devices is None else list(devices)
-    make_executor = executor_factory(executor, workers, devices)
+    make_executor = executor_factory(opts.executor, opts.workers, devices)
     grid = Grid(params, static, product, order)
     try:
         cache_key, versions = sweep_key(grid, fn, order, seed, config, key)
@@ -203,8 +237,9 @@ def sweep(
         )
         ex.start(chunk_fn, store)
         chunk_size, where = ex.probe(
-            chunk_fn, grid.chunk(0, 1)[0], grid.n_points, chunk_size, max_chunk, memory_budget
-        )
+            chunk_fn, grid.chunk(0, 1)[0], grid.n_points, opts.chunk_size, opts.max_chunk,
+            opts.memory_budget,
+        )  # fmt: skip
         bounds = grid.bounds(chunk_size)
         n_chunks = len(bounds) * len(grid.combos)
         manifest = {
