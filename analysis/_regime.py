@@ -215,7 +215,8 @@ def regime_path(
     decided:
 
     * it **collapses** when a solve ends with status ``collapsed``
-      (:math:`\lVert\theta\rVert\le` ``collapse_tol`` times the norm at the start of that solve);
+      (:math:`\lVert\theta\rVert\le` ``collapse_tol`` times the norm at the run's start,
+      however many passes it took);
     * it is **settled** when the state passes :func:`analysis.certificate`: the loss tends to
       0 and the leader provably leads :math:`|\beta|` for all later :math:`\tau` (proven at
       every depth by comparison with GD solutions; at :math:`L\ge3` it decides the
@@ -281,7 +282,12 @@ def regime_path(
     schedule, t_real = problem.method, 0.0  # a schedule σ(t) is read on the real clock
     while True:
         t1_here = float(budget(theta, mu, bound, depth, restarts)) if t1 is None else t1
-        problem = problem.restart(theta, method=schedule.started_at(t_real), t1=t1_here)
+        problem = problem.restart(
+            theta,
+            method=schedule.started_at(t_real),
+            t1=t1_here,
+            collapse_tol=_pass_collapse_tol(opts.collapse_tol, theta0, theta),
+        )
         traj = problem.solve()
         if schedule.time_dependent:  # carried by the solve, from this pass's start
             t_real += float(traj.t_real_end)
@@ -342,6 +348,23 @@ def regime_path(
         loss_end,
         restarts,
     )
+
+
+def _scaled_norm(theta) -> float:
+    """‖θ‖₂ without squaring overflow or underflow (θ finite, not all zero)."""
+    top = float(np.max(np.abs(theta)))
+    return top * float(np.linalg.norm(np.asarray(theta) / top)) if top > 0 else 0.0
+
+
+def _pass_collapse_tol(collapse_tol, theta0, theta) -> float:
+    r"""The collapse threshold of a pass from ``theta``, relative to that pass's start, that is
+    ``collapse_tol`` relative to the run's first start :math:`	heta_0`: a run collapses where
+    :math:`\lVert	heta
+Vert\le` ``collapse_tol`` :math:`\lVert	heta_0
+Vert`, however many
+    passes it took (below 1: a state already there ended the pass before as ``collapsed``)."""
+    ratio = collapse_tol * _scaled_norm(theta0) / max(_scaled_norm(theta), np.finfo(float).tiny)
+    return float(min(ratio, np.nextafter(1.0, 0.0)))
 
 
 def regime(method, mu, alpha, depth: int = 2, **kwargs) -> str:

@@ -1,6 +1,6 @@
-"""Systematic bad-input run against the public API and the command lines (issue 15).
+"""Systematic bad-input run against the public API and the command lines.
 
-Every public function of ``flows`` and ``analysis`` (the sweep engine aside: issue 13) is
+Every public function of ``flows`` and ``analysis`` (the sweep engine aside) is
 called with each argument replaced, one at a time, by hostile values: wrong types,
 ragged lists, wrong shapes, NaN, inf, zero, negative numbers, and magnitudes from
 1e-300 to 1e300. Each outcome is one of
@@ -378,7 +378,7 @@ def cases():
     add("regime_path", "alpha", SCALARS, lambda v: rp(alpha=v))
     add("regime_path", "depth", INTS, lambda v: rp(depth=v))
     add("regime_path", "t1", SCALARS, lambda v: rp(t1=v))
-    add("regime_path", "max_restarts", INTS, lambda v: rp(max_restarts=v))
+    add("regime_path", "max_passes", INTS, lambda v: rp(max_passes=v))
     ca = lambda **kw: analysis.critical_alpha(
         **({"method": flows.L2SAM(1.0), "mu": [1.0, 2.0]} | kw)
     )  # noqa: E731
@@ -388,7 +388,7 @@ def cases():
         WRONG_TYPES + [(1, 2, 3), (2.0, 1.0), (0.1, math.inf)],
         lambda v: ca(bracket=v),
     )
-    for key in ("rtol", "solver_rtol", "solver_atol"):
+    for key in ("rtol", "atol"):
         add("critical_alpha", key, SCALARS + [2.0], lambda v, key=key: ca(**{key: v}))
     for key in ("points", "scan", "max_steps", "max_passes"):
         add("critical_alpha", key, INTS, lambda v, key=key: ca(**{key: v}))

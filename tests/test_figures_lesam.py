@@ -14,6 +14,7 @@ sharpness panel (:func:`_reference_run`).
 
 import functools
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.integrate
@@ -275,8 +276,10 @@ def _hessian(theta):
 
 
 def _numpy_cosine(t):
-    """The caption's annealed budget σ(t) = 0.35(1 + cos(πt/T))/2, 0 after T = 10 (numpy)."""
-    return 0.35 * 0.5 * (1 + np.cos(np.pi * min(t / 10.0, 1.0)))
+    """The caption's annealed budget σ(t) = 0.35(1 + cos(πt/T))/2, 0 after T = 10, written here
+    (jnp only so that flows.LESAM, which traces its schedule once, accepts it; the reference
+    runs call it on floats)."""
+    return 0.35 * 0.5 * (1 + jnp.cos(jnp.pi * jnp.minimum(t / 10.0, 1.0)))
 
 
 #: The reference runs' methods; ℓ2-SAM ρ̄ at the reference's own ρ̄ (:func:`_reference_rho_bar`).

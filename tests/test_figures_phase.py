@@ -64,12 +64,17 @@ def _reduced_regime(mu, alpha, rho, depth):
     α_c = ρ k_c (k_c bisected on the scalar reduction at ρ = 1, tests.helpers.reduced_l2sam_alpha_c;
     the rays α = kρ), direct above the closed form α_direct = ρ(μ_(d) + μ_(d−1))/(√2‖μ‖) (where
     the major coordinate leads from τ = 0⁺ and for good), sequential between; each start 1% or
-    more from both. Odd L (no collapse): "direct" when the j† path of the reduced flow
-    (tests.helpers.reduced_l2sam_switches) is argmax μ throughout, else "sequential"."""
+    more from both. Odd L (no collapse), from the j† path of the reduced flow
+    (tests.helpers.reduced_l2sam_switches): "direct" when it is argmax μ throughout,
+    "excursion" when it starts there and leaves it, else "sequential" (it starts on a minor
+    coordinate)."""
     mu = np.asarray(mu, dtype=float)
     if depth % 2:
         seq, _ = reduced_l2sam_switches(mu, alpha, rho, depth)
-        return "direct" if seq == [int(np.argmax(mu))] else "sequential"
+        major = int(np.argmax(mu))
+        if seq == [major]:
+            return "direct"
+        return "excursion" if seq[0] == major else "sequential"
     assert depth == 2
     alpha_c = rho * reduced_l2sam_alpha_c(mu=tuple(float(m) for m in mu))
     alpha_d = rho * np.sort(mu)[-2:].sum() / (np.sqrt(2.0) * np.linalg.norm(mu))
