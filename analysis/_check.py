@@ -772,7 +772,7 @@ def _path_row(mu, rho, alpha, depth, reference=None):
     )
 
 
-def check_depth(quick=False):
+def check_deep(quick=False):
     mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     rows = [
         _blowup_row(flows.GD(), "GD", mu, 0.5, 3, 0.0),
@@ -789,7 +789,7 @@ def check_depth(quick=False):
     return rows
 
 
-CHECKS = (check_c1, check_c2, check_c3, check_c4, check_depth)
+CHECKS = (check_c1, check_c2, check_c3, check_c4, check_deep)
 
 
 def run_checks(quick: bool = False, progress: bool = False) -> list:
