@@ -113,7 +113,12 @@ def test_ctrl_c_is_one_line_and_status_130(capsys, tmp_path):
     # a figure's computation takes seconds after its first line: interrupted inside it
     cmd = [sys.executable, "-m", "figures", "regime_map", "--quick"]
     cmd += ["--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # as from a terminal: a test worker may run with SIGINT ignored, which a child inherits
+    # (and Python then installs no KeyboardInterrupt handler)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     assert proc.stdout.readline().startswith("[regime_map] computing")  # inside main
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
