@@ -40,6 +40,7 @@ _EXPORTS = {
     "log_law": "_margin",
     "max_margin": "_margin",
     "phase_diagram": "_phase",
+    "PHASE_AXES": "_phase",
     "Plateau": "_plateau",
     "loss_plateau": "_plateau",
     "Problem": "_problem",

@@ -19,8 +19,8 @@ from ._problem import check_depth, check_method, check_mu
 from ._regime import ATOL_REL, REGIMES
 from ._run import run
 
-#: The parameters a phase diagram can sweep, and the method fields they set.
-AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
+#: The quantities :func:`phase_diagram` can sweep (its axes, in its order of dimensions).
+PHASE_AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
 VERSIONED = ("samflows", "jax", "jaxlib", "diffrax", "equinox", "numpy", "scipy", "xarray")
 _FIELDS = {
     flows.GD: (),

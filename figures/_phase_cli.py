@@ -55,7 +55,7 @@ METHODS = {
 }
 #: The quantities a diagram can sweep (``analysis.phase_diagram``'s axes), in the order the
 #: vertical axis is chosen from, and their flags and mathematical labels.
-AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
+AXES = analysis.PHASE_AXES
 #: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis;
 #: without it ℓ∞-SAM takes the exact sign, a Filippov flow).
 PARAMS = ("rho", "sigma", "rho_max", "delta")
