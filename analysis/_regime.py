@@ -133,6 +133,7 @@ def regime_code(collapsed, settled, leader, visited_other, target, first):
 
 def decide(
     status,
+    *,
     escaped,
     settled,
     leader,
@@ -311,20 +312,21 @@ def regime_path(
             for x in certificate(theta, mu, bound, depth, trap, decouples(problem.method))
         )
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
-        facts = (bool(escaped), bool(settled), int(leader), not lost, lead)
-        visited = any(j != target for j in sequence)
-        stalled = bool(never_escapes(problem.method, theta, depth))
         code = int(
             decide(
                 int(traj.status),
-                *facts,
-                visited,
-                sequence[0],
-                target,
-                "path",
-                stalled,
-                bool(np.all(trap)),
-            )  # fmt: skip
+                escaped=bool(escaped),
+                settled=bool(settled),
+                leader=int(leader),
+                intact=not lost,
+                theorem_leader=lead,
+                visited_other=any(j != target for j in sequence),
+                first=sequence[0],
+                target=target,
+                need="path",
+                stalled=bool(never_escapes(problem.method, theta, depth)),
+                trapped_all=bool(np.all(trap)),
+            )
         )
         if code >= 0 or restarts + 1 >= opts.max_passes:
             break

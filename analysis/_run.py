@@ -79,9 +79,10 @@ def start_code(method, data, theta0, *, depth: int, need: str = "escape", loss: 
         first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
     lead = invariant_leader(method, theta0, mu, depth)
     code = decide(
-        jnp.asarray(flows.Status.OK), escaped, settled, leader, jnp.asarray(True), lead,
-        first != target, first, target, "path" if need == "limit" else need, stalled,
-        jnp.all(trap),
+        jnp.asarray(flows.Status.OK), escaped=escaped, settled=settled, leader=leader,
+        intact=jnp.asarray(True), theorem_leader=lead, visited_other=first != target,
+        first=first, target=target, need="path" if need == "limit" else need, stalled=stalled,
+        trapped_all=jnp.all(trap),
     )  # fmt: skip
     return jnp.asarray(code, int)
 
@@ -174,8 +175,10 @@ def run(
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
         trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound, depth)
         code = decide(
-            traj.status, escaped, settled, leader, ~lost, lead, out["other"], first, target,
-            "path" if need == "limit" else need, stalled, jnp.all(trap),
+            traj.status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
+            theorem_leader=lead, visited_other=out["other"], first=first, target=target,
+            need="path" if need == "limit" else need, stalled=stalled,
+            trapped_all=jnp.all(trap),
         )  # fmt: skip
         out.update(
             theta=traj.theta_end,
