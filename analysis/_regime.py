@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
+from flows._methods import _unit
 
 from ._certify import (
     certificate,
@@ -352,12 +353,6 @@ def regime_path(
     )
 
 
-def _scaled_norm(theta) -> float:
-    """‖θ‖₂ without squaring overflow or underflow (θ finite, not all zero)."""
-    top = float(np.max(np.abs(theta)))
-    return top * float(np.linalg.norm(np.asarray(theta) / top)) if top > 0 else 0.0
-
-
 def _pass_collapse_tol(collapse_tol, theta0, theta) -> float:
     r"""The collapse threshold of a pass from ``theta``, relative to that pass's start, that is
     ``collapse_tol`` relative to the run's first start :math:`	heta_0`: a run collapses where
@@ -365,7 +360,8 @@ def _pass_collapse_tol(collapse_tol, theta0, theta) -> float:
 Vert\le` ``collapse_tol`` :math:`\lVert	heta_0
 Vert`, however many
     passes it took (below 1: a state already there ended the pass before as ``collapsed``)."""
-    ratio = collapse_tol * _scaled_norm(theta0) / max(_scaled_norm(theta), np.finfo(float).tiny)
+    norm = lambda th: float(_unit(jnp.asarray(th))[1])  # noqa: E731  (the collapse event's norm)
+    ratio = collapse_tol * norm(theta0) / max(norm(theta), np.finfo(float).tiny)
     return float(min(ratio, np.nextafter(1.0, 0.0)))
 
 

@@ -77,10 +77,11 @@ def _check_field_args(method, data, loss, theta, t, rescaled: bool):
 
 
 def _no_budget(method, t):
-    """True where a schedule σ(t) is negative (:meth:`flows.LESAM.sigma_at` is NaN there)."""
+    """True where a schedule has no budget: the condition of the run's stop
+    (:meth:`flows.LESAM.schedule_margin` <= 0, status ``sigma_negative``)."""
     if not method.time_dependent:
         return jnp.asarray(False)
-    return jnp.isnan(method.sigma_at(t)) & ~jnp.isnan(method.sigma(t))
+    return method.schedule_margin(t) <= 0
 
 
 def _defined(method, t, v):
