@@ -43,7 +43,7 @@ _EXPORTS = {
     "PHASE_AXES": "_phase",
     "Plateau": "_plateau",
     "loss_plateau": "_plateau",
-    "Problem": "_problem",
+    "Problem": "_inputs",
     "RunOptions": "_options",
     "REGIMES": "_regime",
     "RegimePath": "_regime",

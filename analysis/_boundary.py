@@ -22,8 +22,7 @@ import flows
 from flows._validate import as_array
 
 from ._certify import perturbation_bound
-from ._options import run_options
-from ._problem import (
+from ._inputs import (
     check_alpha,
     check_count,
     check_depth,
@@ -31,6 +30,7 @@ from ._problem import (
     check_mu,
     check_positive,
 )
+from ._options import run_options
 from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED
 from ._run import run, start_code
 

@@ -38,7 +38,7 @@ import sympy as sp
 
 from flows._validate import WrongTypeError, check_scalar
 
-from ._problem import check_mu
+from ._inputs import check_mu
 
 
 class L2SAMThresholds(NamedTuple):

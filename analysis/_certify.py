@@ -46,7 +46,7 @@ import flows
 from flows._validate import as_array, check_finite, check_int, is_traced
 
 from ._dominant import log_abs_beta
-from ._problem import check_alpha, check_depth, check_kind, check_method, check_mu
+from ._inputs import check_alpha, check_depth, check_kind, check_method, check_mu
 
 
 def perturbation_bound(method):

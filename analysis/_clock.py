@@ -23,7 +23,7 @@ import numpy as np
 import flows
 from flows._validate import WrongTypeError, check_scalar, is_traced
 
-from ._problem import check_count, check_positive
+from ._inputs import check_count, check_positive
 
 
 class Clock(NamedTuple):

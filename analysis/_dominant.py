@@ -18,7 +18,7 @@ import scipy.optimize
 import flows
 from flows._validate import as_array
 
-from ._problem import Problem, check_count, check_trajectory
+from ._inputs import Problem, check_count, check_trajectory
 
 
 def _tied_argmax(values, tie_rtol):

@@ -15,9 +15,9 @@ import numpy as np
 import flows
 
 from ._certify import perturbation_bound
+from ._inputs import check_depth, check_method, check_mu
 from ._options import split_options
 from ._phase import _analysis_version, _axis, describe
-from ._problem import check_depth, check_method, check_mu
 from ._regime import UNDETERMINED
 from ._run import run
 

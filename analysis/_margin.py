@@ -18,7 +18,7 @@ import scipy.optimize
 import flows
 from flows._validate import as_array
 
-from ._problem import check_data, check_kind, check_trajectory
+from ._inputs import check_data, check_kind, check_trajectory
 
 
 def _check_data(data) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 import flows
 from flows._validate import check_int, with_overrides
 
-from ._problem import check_positive
+from ._inputs import check_positive
 
 LOSSES = ("logistic", "exponential")
 

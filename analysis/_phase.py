@@ -14,8 +14,8 @@ import flows
 from flows._validate import as_array
 
 from ._certify import perturbation_bound
+from ._inputs import check_depth, check_method, check_mu
 from ._options import split_options
-from ._problem import check_depth, check_method, check_mu
 from ._regime import ATOL_REL, REGIMES
 from ._run import run
 

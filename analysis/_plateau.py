@@ -18,7 +18,7 @@ import numpy as np
 
 import flows
 
-from ._problem import check_trajectory
+from ._inputs import check_trajectory
 
 
 class Plateau(NamedTuple):

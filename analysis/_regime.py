@@ -25,13 +25,13 @@ from ._certify import (
     trapped,
 )
 from ._dominant import _switches
-from ._options import run_options
-from ._problem import (
+from ._inputs import (
     check_depth,
     check_kind,
     check_positive,
     single_example_problem,
 )
+from ._options import run_options
 
 #: The regime names, indexed by the integer codes of :func:`regime_code` (one table). Codes
 #: 0-5 are those of earlier versions (files on disk hold them); ``excursion`` was added last.
@@ -355,10 +355,8 @@ def regime_path(
 
 def _pass_collapse_tol(collapse_tol, theta0, theta) -> float:
     r"""The collapse threshold of a pass from ``theta``, relative to that pass's start, that is
-    ``collapse_tol`` relative to the run's first start :math:`	heta_0`: a run collapses where
-    :math:`\lVert	heta
-Vert\le` ``collapse_tol`` :math:`\lVert	heta_0
-Vert`, however many
+    ``collapse_tol`` relative to the run's first start :math:`\theta_0`: a run collapses where
+    :math:`\lVert\theta\rVert\le` ``collapse_tol`` :math:`\lVert\theta_0\rVert`, however many
     passes it took (below 1: a state already there ended the pass before as ``collapsed``)."""
     norm = lambda th: float(_unit(jnp.asarray(th))[1])  # noqa: E731  (the collapse event's norm)
     ratio = collapse_tol * norm(theta0) / max(norm(theta), np.finfo(float).tiny)

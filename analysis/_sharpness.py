@@ -39,7 +39,7 @@ from flows._methods import _unit
 from flows._problem import check_loss
 from flows._validate import as_array
 
-from ._problem import check_data, check_positive, check_trajectory
+from ._inputs import check_data, check_positive, check_trajectory
 
 
 class Sharpness(NamedTuple):
