@@ -41,6 +41,7 @@ _EXPORTS = {
     "max_margin": "_margin",
     "phase_diagram": "_phase",
     "PHASE_AXES": "_phase",
+    "METHOD_PARAMETERS": "_inputs",
     "Plateau": "_plateau",
     "loss_plateau": "_plateau",
     "Problem": "_inputs",

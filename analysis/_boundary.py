@@ -21,7 +21,6 @@ import numpy as np
 import flows
 from flows._validate import as_array
 
-from ._certify import perturbation_bound
 from ._inputs import (
     check_alpha,
     check_count,
@@ -75,19 +74,19 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _batch(methods, data, theta0, depth, options, need):
+def _batch(methods, data, theta0, options, need):
     """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
 
     def one(method, theta):
-        return run(method, data, theta, depth=depth, options=options, need=need)["code"]
+        return run(method, data, theta, options=options, need=need)["code"]
 
     return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
 
 @eqx.filter_jit
-def _start(methods, data, theta0, depth, loss, need):
+def _start(methods, data, theta0, loss, need):
     """:func:`analysis._run.start_code` vmapped: the code each start decides alone, else -1."""
-    one = lambda m, th: start_code(m, data, th, depth=depth, need=need, loss=loss)  # noqa: E731
+    one = lambda m, th: start_code(m, data, th, need=need, loss=loss)  # noqa: E731
     return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
 
 
@@ -101,12 +100,12 @@ def _classify(methods, data, depth, alphas, *, kind, options):
     theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
     batched = _stack(methods)
-    codes = np.array(_start(batched, data, theta0, depth, options.loss, need))
+    codes = np.array(_start(batched, data, theta0, options.loss, need))
     open_ = np.flatnonzero(codes < 0)
     if open_.size:
         arrays, static = eqx.partition(batched, eqx.is_array)
         rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
-        codes[open_] = np.asarray(_batch(rest, data, theta0[open_], depth, options, need))
+        codes[open_] = np.asarray(_batch(rest, data, theta0[open_], options, need))
     return codes
 
 
@@ -119,7 +118,6 @@ def _check_family(family, p, d):
     method, alpha = out
     try:
         check_method(method)
-        perturbation_bound(method)
         alpha = check_alpha(alpha, d)
     except ValueError as err:
         raise ValueError(f"`family` at p = {p:g}: {err}") from None

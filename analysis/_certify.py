@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import as_array, check_finite, check_int, is_traced
+from flows._validate import as_array, check_finite, is_traced
 
 from ._dominant import log_abs_beta
 from ._inputs import check_alpha, check_depth, check_kind, check_method, check_mu
@@ -54,33 +54,35 @@ def perturbation_bound(method):
 
     :math:`0` for GD, :math:`\rho` for ℓ2-SAM (global or per layer: a unit vector's entries are
     at most 1) and ℓ∞-SAM (also with ``delta``: :math:`|\tanh|\le1`), :math:`\rho_{\max}` for
-    LE-SAM (:math:`\rho_t\le\rho_{\max}`). Traceable: a vmapped method gives an array.
+    LE-SAM (:math:`\rho_t\le\rho_{\max}`). Traceable: a vmapped method gives an array. Any
+    other method is refused (``ValueError`` naming ``method``).
 
     >>> import flows, analysis
     >>> [float(analysis.perturbation_bound(m)) for m in (flows.GD(), flows.L2SAM(0.3),
     ...  flows.LinfSAM(0.2), flows.LESAM(0.35, 0.1))]
     [0.0, 0.3, 0.2, 0.1]
     """
+    return bound_of(check_method(method))
+
+
+def bound_of(method):
+    """:func:`perturbation_bound` of a method already checked (:func:`check_method`)."""
     if isinstance(method, flows.GD):
         return jnp.zeros(())
     if isinstance(method, (flows.L2SAM, flows.LinfSAM)):
         return jnp.asarray(method.rho)
-    if isinstance(method, flows.LESAM):
-        return jnp.asarray(method.rho_max)
-    raise ValueError(
-        "`method` must be one of flows.GD, L2SAM, LinfSAM, LESAM (a perturbation bound is "
-        f"known for these); got {type(method).__name__}."
-    )
+    return jnp.asarray(method.rho_max)  # LE-SAM
 
 
-def _check_certificate(theta, mu, bound, depth, trapped):
+def _check_certificate(theta, mu, bound, trapped):
     """Shapes and types always (traced or not); ``mu`` and ``bound`` values when concrete. θ's
     values are not checked: :func:`analysis.regime_path` certifies the end of every solve,
     and a non-finite end is read from its status, not refused here."""
-    depth = check_int("depth", depth, minimum=1)
-    theta = as_array("theta", theta, f"an (L, d) array of real numbers with L = depth = {depth}")
-    if theta.ndim != 2 or theta.shape[0] != depth or theta.shape[1] < 1:
-        raise ValueError(f"`theta` must have shape (L, d) = ({depth}, d); got {theta.shape}.")
+    theta = as_array("theta", theta, "an (L, d) array of real numbers, L >= 1 and d >= 1")
+    if theta.ndim != 2 or theta.shape[0] < 1 or theta.shape[1] < 1:
+        raise ValueError(
+            f"`theta` must have shape (L, d) with L >= 1 layers and d >= 1; got {theta.shape}."
+        )
     d = theta.shape[1]
     mu = as_array("mu", mu, f"a ({d},) array of real numbers > 0")
     if mu.shape != (d,):
@@ -107,7 +109,7 @@ def decouples(method) -> bool:
     return isinstance(method, flows.LinfSAM) and method.delta is None
 
 
-def certificate(theta, mu, bound, depth: int, trapped=None, decoupled: bool = False):
+def certificate(theta, mu, bound, trapped=None, decoupled: bool = False):
     r"""(escaped, leader, settled) of the state ``theta`` (module docstring), traceable.
 
     ``leader`` is :math:`\arg\max_j|\beta_j|`, ties to the largest :math:`\mu_j` (the index a
@@ -140,12 +142,13 @@ def certificate(theta, mu, bound, depth: int, trapped=None, decoupled: bool = Fa
     of :math:`\arg\max|\beta|` reads false switches.
 
     Arguments:
-        theta: state, shape ``(L, d)``; mu: the example, shape ``(d,)``;
-        bound: :func:`perturbation_bound` of the method; depth: :math:`L` (static);
+        theta: state, shape ``(L, d)`` (the depth :math:`L` is read from it, static);
+        mu: the example, shape ``(d,)``; bound: :func:`perturbation_bound` of the method;
         trapped: optional boolean mask, shape ``(d,)`` (default: none trapped);
         decoupled: the comparison above (static; default False).
     """
-    theta, mu, bound, trapped = _check_certificate(theta, mu, bound, depth, trapped)
+    theta, mu, bound, trapped = _check_certificate(theta, mu, bound, trapped)
+    depth = theta.shape[0]
     a = jnp.min(theta, axis=0)
     b = jnp.max(jnp.abs(theta), axis=0)
     size = log_abs_beta(theta)
@@ -175,7 +178,7 @@ def certificate(theta, mu, bound, depth: int, trapped=None, decoupled: bool = Fa
     return escaped, leader, settled
 
 
-def trapped(method, theta, depth: int):
+def trapped(method, theta):
     r"""Coordinates that can never grow again: exact ℓ∞-SAM at even :math:`L`, every layer
     :math:`|w_{lj}|<\rho`. Traceable; a boolean mask of shape ``(d,)``.
 
@@ -198,21 +201,23 @@ def trapped(method, theta, depth: int):
     the box :math:`\max_l|w_{lj}|<\rho` is invariant (claim C2's "dies" side). At odd
     :math:`L` the sign is that of :math:`P`, and a positive coordinate creeps up instead
     (:func:`never_escapes`). All False for every other method (their perturbation shrinks with
-    the gradient) and for the smoothed sign (``delta``).
+    the gradient) and for the smoothed sign (``delta``). :math:`L` is ``theta.shape[0]``.
     """
     theta = jnp.asarray(theta)
-    if depth % 2 or not decouples(method):
+    if theta.shape[0] % 2 or not decouples(method):
         return jnp.zeros(theta.shape[-1], bool)
     return jnp.max(jnp.abs(theta), axis=0) < method.rho
 
 
-def time_scale(theta, mu, bound, depth: int):
-    r""":math:`s^{2-L}/\min\mu`, :math:`s=\max(\max|w_{lj}|,e)`: the field's own time unit."""
-    s = jnp.maximum(jnp.max(jnp.abs(jnp.asarray(theta))), bound)
-    return s ** (2 - depth) / jnp.min(jnp.asarray(mu))
+def time_scale(theta, mu, bound):
+    r""":math:`s^{2-L}/\min\mu`, :math:`s=\max(\max|w_{lj}|,e)`: the field's own time unit
+    (:math:`L` is ``theta.shape[0]``)."""
+    theta = jnp.asarray(theta)
+    s = jnp.maximum(jnp.max(jnp.abs(theta)), bound)
+    return s ** (2 - theta.shape[0]) / jnp.min(jnp.asarray(mu))
 
 
-def keeps_invariant_order(method, theta0, theta, mu, depth: int):
+def keeps_invariant_order(method, theta0, theta, mu):
     r"""False when ``theta`` breaks an order the exact flow keeps: a precision alarm (traceable).
 
     For GD, ℓ2-SAM and LE-SAM from a balanced start the perturbation is
@@ -231,10 +236,12 @@ def keeps_invariant_order(method, theta0, theta, mu, depth: int):
     :math:`\alpha=\rho(1+\varepsilon)` the coordinates differ by
     :math:`O(\mu\tau\varepsilon^{L-1})`, below float64's resolution for a long time
     (:math:`\varepsilon=2\cdot10^{-7}`, :math:`L\ge5`): their :math:`|\beta_j|` tie, and
-    argmax read index 0 as a switch. True for every other method and depth.
+    argmax read index 0 as a switch. True for every other method and depth. :math:`L` is
+    ``theta0.shape[0]`` (``theta`` has the same shape).
     """
+    theta0, mu = jnp.asarray(theta0), jnp.asarray(mu)
+    depth = theta0.shape[0]
     if decouples(method) and depth >= 2:
-        theta0, mu = jnp.asarray(theta0), jnp.asarray(mu)
         a0, a = theta0[0], jnp.min(jnp.asarray(theta), axis=0)
         grow = (a0 > method.rho)[:, None] & (a0 > method.rho)[None, :]
         weak = (a0[:, None] <= a0[None, :]) & (mu[:, None] <= mu[None, :])
@@ -244,8 +251,7 @@ def keeps_invariant_order(method, theta0, theta, mu, depth: int):
         return ~balanced | jnp.all(~behind | (a[:, None] < a[None, :]))
     if depth < 3 or isinstance(method, flows.LinfSAM):
         return jnp.asarray(True)
-    mu = jnp.asarray(mu)
-    q0 = mu * jnp.min(jnp.asarray(theta0), axis=0) ** (depth - 2)
+    q0 = mu * jnp.min(theta0, axis=0) ** (depth - 2)
     q = mu * jnp.min(jnp.asarray(theta), axis=0) ** (depth - 2)
     before = q0[:, None] < q0[None, :]
     return jnp.all(~before | (q[:, None] < q[None, :]))
@@ -261,7 +267,6 @@ def limit_index(method, mu, alpha, depth: int):
         shifted = jnp.where(alpha > method.rho, alpha - method.rho, 1.0)
         score = jnp.where(alpha > method.rho, mu * shifted ** (depth - 2), -jnp.inf)
     else:
-        perturbation_bound(method)  # a known method
         score = mu * alpha ** (depth - 2)
     top = score == jnp.max(score)
     unique = (jnp.sum(top) == 1) & jnp.isfinite(jnp.max(score))
@@ -344,7 +349,7 @@ def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
     return rho + (mu[k] / mu[j]) ** (1.0 / (depth - 2)) * (alpha_k - rho)
 
 
-def invariant_leader(method, theta0, mu, depth: int):
+def invariant_leader(method, theta0, mu):
     r"""The limit leader that the :math:`q`-order theorem proves, or -1 where it does not apply.
 
     For GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` from a balanced start the :math:`q_j` keep their
@@ -354,26 +359,30 @@ def invariant_leader(method, theta0, mu, depth: int):
     state cannot (near the degenerate saddle the coordinates agree to below double precision).
     Exact ℓ∞-SAM from a balanced start at :math:`L\ge2` (:func:`keeps_invariant_order`):
     the first coordinate to blow up, :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}`
-    (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable.
+    (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable; :math:`L` is
+    ``theta0.shape[0]``.
     """
+    theta0 = jnp.asarray(theta0)
+    depth = theta0.shape[0]
     applies = decouples(method) if isinstance(method, flows.LinfSAM) else depth >= 3
     if depth < 2 or not applies:
         return jnp.asarray(-1)
-    theta0 = jnp.asarray(theta0)
     balanced = jnp.all(theta0 == theta0[:1])
     return jnp.where(balanced, limit_index(method, mu, theta0[0], depth), -1)
 
 
-def never_escapes(method, theta, depth: int):
+def never_escapes(method, theta):
     r"""True when no coordinate can ever escape: exact ℓ∞-SAM at odd :math:`L\ge3` below ρ.
 
     ℓ∞-SAM's balanced coordinates decouple, :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}` for
     :math:`w_j>0` (docs/theory.md §11), and :math:`w_j=\rho` is an equilibrium of each: from
     :math:`0\le w_j<\rho` every weight stays below ρ. At odd :math:`L` the field is
     :math:`\ge0`, so it does not fall to 0 either: the run is *stalled* (bounded, the loss does
-    not vanish). False for every other method and depth (traceable).
+    not vanish). False for every other method and depth (traceable; :math:`L` is
+    ``theta.shape[0]``).
     """
+    theta = jnp.asarray(theta)
+    depth = theta.shape[0]
     if depth < 3 or depth % 2 == 0 or not decouples(method):
         return jnp.asarray(False)
-    theta = jnp.asarray(theta)
     return jnp.all(theta >= 0) & jnp.all(theta < method.rho)

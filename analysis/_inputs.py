@@ -1,4 +1,5 @@
-r"""A problem to solve (method, data, start, solver options) and the input checks of the package.
+r"""The input checks of the package, the methods it decides, and a problem to solve (method,
+data, start, solver options).
 
 A :class:`Problem` is what :func:`analysis.switch_times` and the regime
 functions need beyond a finished trajectory: the vector field, to read off the
@@ -22,15 +23,49 @@ from flows._methods import check_method as _check_flows_method
 from flows._problem import check_data as check_data
 from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
 
+#: The methods the analysis decides, each with its parameters (keywords of its constructor):
+#: those :func:`analysis.phase_diagram` can replace point by point, and ``delta`` (ℓ∞-SAM's
+#: smoothing of the sign, a fixed value only; without it the sign is exact).
+METHOD_PARAMETERS = {
+    flows.GD: (),
+    flows.L2SAM: ("rho",),
+    flows.LinfSAM: ("rho", "delta"),
+    flows.LESAM: ("sigma", "rho_max"),
+}
+
 
 def check_method(method) -> flows.AbstractMethod:
-    r"""A flows method the analysis can decide (any: LE-SAM also with a schedule σ(t)).
+    r"""A method the analysis can decide: one of :data:`METHOD_PARAMETERS` (LE-SAM also with a
+    schedule σ(t)), for which :func:`analysis.perturbation_bound` is known.
 
     A schedule is read at the real time :math:`t(\tau)`, which every solve carries
     (:func:`flows.solve`) and every continuation starts from where the previous solve
     ended (:meth:`flows.AbstractMethod.started_at`, docs/theory.md §5).
     """
-    return _check_flows_method(method)
+    _check_flows_method(method)
+    if not isinstance(method, tuple(METHOD_PARAMETERS)):
+        raise ValueError(
+            "`method` must be one of flows.GD, L2SAM, LinfSAM, LESAM (a perturbation bound is "
+            f"known for these); got {type(method).__name__}."
+        )
+    return method
+
+
+def check_parameters(method_type, given, *, method_name: str, spell=lambda name: f"`{name}`"):
+    """Refuse a parameter that does not belong to the method, the one check of it (for
+    :func:`analysis.phase_diagram` and the ``phase`` command line).
+
+    ``given`` maps parameter names to values (None: not given); a name given that is not one
+    of ``METHOD_PARAMETERS`` of ``method_type`` raises ``ValueError`` "<name> does not belong
+    to <method_name> (its parameters: ...)", every name written by ``spell`` (in backticks by
+    default, ``--rho`` in a command line)."""
+    own = next(v for k, v in METHOD_PARAMETERS.items() if issubclass(method_type, k))
+    for name, value in given.items():
+        if value is not None and name not in own:
+            raise ValueError(
+                f"{spell(name)} does not belong to {method_name} (its parameters: "
+                f"{', '.join(map(spell, own)) or 'none'})"
+            )
 
 
 def check_mu(mu) -> np.ndarray:
@@ -138,7 +173,7 @@ class Problem:
     options: dict
 
     def __post_init__(self):
-        check_method(self.method)
+        _check_flows_method(self.method)
         check_data(self.data)
         if not isinstance(self.options, dict) or "t1" not in self.options:
             raise ValueError("`options` must be a dict of flows.solve keywords including 't1'.")
@@ -167,7 +202,7 @@ class Problem:
         return dataclasses.replace(
             self,
             theta0=jnp.asarray(theta0),
-            method=self.method if method is None else check_method(method),
+            method=self.method if method is None else _check_flows_method(method),
             options={**self.options, **options},
         )
 

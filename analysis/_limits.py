@@ -14,7 +14,6 @@ import numpy as np
 
 import flows
 
-from ._certify import perturbation_bound
 from ._inputs import check_depth, check_method, check_mu
 from ._options import split_options
 from ._phase import _analysis_version, _axis, describe
@@ -80,7 +79,6 @@ def limit_map(
     ([['stalled', 'direct'], ['minor', 'minor']], [[-1, 1], [0, 0]])
     """
     method = check_method(method)
-    perturbation_bound(method)
     mu = check_mu(mu)
     depth = check_depth(depth)
     options, sweep_options = split_options(options, kwargs)
@@ -96,7 +94,7 @@ def limit_map(
 
     def point(depth, alpha):
         theta0 = flows.balanced_init(alpha, depth, data.d)
-        out = run(method, data, theta0, depth=depth, options=options, need="limit")
+        out = run(method, data, theta0, options=options, need="limit")
         return {k: out[k] for k in ("code", "leader", "status", "passes")}
 
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])

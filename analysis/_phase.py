@@ -13,8 +13,7 @@ import numpy as np
 import flows
 from flows._validate import as_array
 
-from ._certify import perturbation_bound
-from ._inputs import check_depth, check_method, check_mu
+from ._inputs import check_depth, check_method, check_mu, check_parameters
 from ._options import split_options
 from ._regime import ATOL_REL, REGIMES
 from ._run import run
@@ -22,12 +21,6 @@ from ._run import run
 #: The quantities :func:`phase_diagram` can sweep (its axes, in its order of dimensions).
 PHASE_AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
 VERSIONED = ("samflows", "jax", "jaxlib", "diffrax", "equinox", "numpy", "scipy", "xarray")
-_FIELDS = {
-    flows.GD: (),
-    flows.L2SAM: ("rho",),
-    flows.LinfSAM: ("rho",),
-    flows.LESAM: ("sigma", "rho_max"),
-}
 
 
 def _axis(name, value):
@@ -146,24 +139,21 @@ def phase_diagram(
     import xarray as xr
 
     method = check_method(method)
-    perturbation_bound(method)
     mu = check_mu(mu)
     opts, sweep_options = split_options(options, kwargs)
     given = {"alpha": alpha, "rho": rho, "sigma": sigma, "rho_max": rho_max}
-    fields = _FIELDS[type(method)]
-    for name in ("rho", "sigma", "rho_max"):
-        if given[name] is not None and name not in fields:
-            raise ValueError(
-                f"`{name}` does not belong to `method` {type(method).__name__} (its parameters: "
-                f"{', '.join(fields) or 'none'})."
-            )
-        if name == "sigma" and given[name] is not None and callable(method.sigma):
-            raise ValueError(
-                "`sigma`: the template `method` has a schedule sigma(t), which a diagram "
-                "keeps fixed: `sigma` can be an axis (or a fixed number) only for a constant "
-                "budget, e.g. flows.LESAM(0.35, rho_max); with a schedule leave `sigma` None "
-                "and sweep alpha, rho_max or depth."
-            )
+    check_parameters(
+        type(method),
+        dict(rho=rho, sigma=sigma, rho_max=rho_max),
+        method_name=f"`method` {type(method).__name__}",
+    )
+    if sigma is not None and callable(method.sigma):
+        raise ValueError(
+            "`sigma`: the template `method` has a schedule sigma(t), which a diagram "
+            "keeps fixed: `sigma` can be an axis (or a fixed number) only for a constant "
+            "budget, e.g. flows.LESAM(0.35, rho_max); with a schedule leave `sigma` None "
+            "and sweep alpha, rho_max or depth."
+        )
     values = {k: _axis(k, v) for k, v in given.items() if v is not None}
     try:
         depths = np.atleast_1d(np.asarray(depth))
@@ -184,7 +174,7 @@ def phase_diagram(
             if name != "alpha":
                 m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
         theta0 = flows.balanced_init(p["alpha"], depth, data.d)
-        return run(m, data, theta0, depth=depth, options=opts)
+        return run(m, data, theta0, options=opts)
 
     config = dict(
         method=describe(method),

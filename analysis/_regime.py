@@ -15,12 +15,12 @@ import flows
 from flows._methods import _unit
 
 from ._certify import (
+    bound_of,
     certificate,
     decouples,
     invariant_leader,
     keeps_invariant_order,
     never_escapes,
-    perturbation_bound,
     time_scale,
     trapped,
 )
@@ -79,11 +79,12 @@ def start_atol(atol, theta0):
     return jnp.maximum(ATOL_REL * scale, np.finfo(np.float64).tiny)
 
 
-def budget(theta, mu, bound, depth: int, restarts):
-    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations.
+def budget(theta, mu, bound, restarts):
+    """The default τ budget of a solve started from ``theta`` after ``restarts`` continuations:
+    ``T_FACTOR * T_GROWTH**restarts`` time units :func:`analysis._certify.time_scale`.
 
     At most ``T_MAX`` (finite where the time unit overflows)."""
-    return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound, depth), T_MAX)
+    return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound), T_MAX)
 
 
 def regime_code(collapsed, settled, leader, visited_other, target, first):
@@ -275,15 +276,15 @@ def regime_path(
     problem = problem.restart(problem.theta0, atol=start_atol(opts.atol, problem.theta0))
     loss = opts.loss
     mu = np.asarray(problem.data.X[0])
-    bound = perturbation_bound(problem.method)
+    bound = bound_of(problem.method)
     target = int(np.argmax(mu))
     theta = theta0 = np.asarray(problem.theta0)
-    lead = int(invariant_leader(problem.method, theta0, mu, depth))
-    intact = lambda th: bool(keeps_invariant_order(problem.method, theta0, th, mu, depth))  # noqa: E731
+    lead = int(invariant_leader(problem.method, theta0, mu))
+    intact = lambda th: bool(keeps_invariant_order(problem.method, theta0, th, mu))  # noqa: E731
     sequence, times, offset, restarts, lost = None, [], 0.0, 0, False
     schedule, t_real = problem.method, 0.0  # a schedule σ(t) is read on the real clock
     while True:
-        t1_here = float(budget(theta, mu, bound, depth, restarts)) if t1 is None else t1
+        t1_here = float(budget(theta, mu, bound, restarts)) if t1 is None else t1
         problem = problem.restart(
             theta,
             method=schedule.started_at(t_real),
@@ -307,10 +308,9 @@ def regime_path(
                 times.append(offset + float(t))
         offset += float(traj.t_end)
         theta = np.asarray(traj.theta_end)
-        trap = trapped(problem.method, theta, depth)
+        trap = trapped(problem.method, theta)
         escaped, leader, settled = (
-            np.asarray(x)
-            for x in certificate(theta, mu, bound, depth, trap, decouples(problem.method))
+            np.asarray(x) for x in certificate(theta, mu, bound, trap, decouples(problem.method))
         )
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
         code = int(
@@ -325,7 +325,7 @@ def regime_path(
                 first=sequence[0],
                 target=target,
                 need="path",
-                stalled=bool(never_escapes(problem.method, theta, depth)),
+                stalled=bool(never_escapes(problem.method, theta)),
                 trapped_all=bool(np.all(trap)),
             )
         )

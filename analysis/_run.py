@@ -16,12 +16,12 @@ import jax.numpy as jnp
 import flows
 
 from ._certify import (
+    bound_of,
     certificate,
     decouples,
     invariant_leader,
     keeps_invariant_order,
     never_escapes,
-    perturbation_bound,
     trapped,
 )
 from ._dominant import dominant_at, initial_index, log_abs_beta
@@ -39,15 +39,15 @@ def _check_need(need):
         raise ValueError(f"`need` must be 'path', 'direct', 'escape' or 'limit'; got {need!r}.")
 
 
-def _facts(method, theta, mu, bound, depth):
+def _facts(method, theta, mu, bound):
     """(trapped mask, escaped, leader, settled, stalled) of a state: the certificates of
     :mod:`analysis._certify` that :func:`analysis._regime.decide` reads."""
-    trap = trapped(method, theta, depth)
-    escaped, leader, settled = certificate(theta, mu, bound, depth, trap, decouples(method))
-    return trap, escaped, leader, settled, never_escapes(method, theta, depth)
+    trap = trapped(method, theta)
+    escaped, leader, settled = certificate(theta, mu, bound, trap, decouples(method))
+    return trap, escaped, leader, settled, never_escapes(method, theta)
 
 
-def start_code(method, data, theta0, *, depth: int, need: str = "escape", loss: str = "logistic"):
+def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logistic"):
     r"""The regime code that the start ``theta0`` alone decides, else -1 (traceable).
 
     :func:`analysis._regime.decide` applied to the certificates of ``theta0`` itself
@@ -71,13 +71,13 @@ def start_code(method, data, theta0, *, depth: int, need: str = "escape", loss: 
     theta0 = jnp.asarray(theta0)
     mu = data.X[0]
     target = jnp.argmax(mu)
-    bound = perturbation_bound(method)
-    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound, depth)
+    bound = bound_of(method)
+    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound)
     if need == "escape":  # j† is not tracked; an escape overrides any settled leader
         first = target
     else:
         first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
-    lead = invariant_leader(method, theta0, mu, depth)
+    lead = invariant_leader(method, theta0, mu)
     code = decide(
         jnp.asarray(flows.Status.OK), escaped=escaped, settled=settled, leader=leader,
         intact=jnp.asarray(True), theorem_leader=lead, visited_other=first != target,
@@ -92,7 +92,6 @@ def run(
     data,
     theta0,
     *,
-    depth: int,
     options: RunOptions,
     need: str = "path",
 ):
@@ -104,8 +103,8 @@ def run(
 
     Arguments:
         method, data, theta0: as for :func:`flows.solve` (``data`` one example, ``theta0``
-            balanced for the theorem of :func:`analysis._certify.invariant_leader`).
-        depth: :math:`L` (static).
+            balanced for the theorem of :func:`analysis._certify.invariant_leader`; the depth
+            :math:`L` is its static ``shape[0]``).
         options: the :class:`analysis.RunOptions` of the run (static): every solve takes
             :meth:`~analysis.RunOptions.solver`, with ``dense`` set where :math:`j^\dagger` is
             tracked and the absolute tolerance of :func:`analysis._regime.start_atol`, taken
@@ -130,16 +129,17 @@ def run(
     _check_need(need)
     track = need in ("path", "direct")
     loss, max_switches = options.loss, options.max_switches
-    solver_options = options.solver(depth).replace(
+    theta0 = jnp.asarray(theta0)
+    solver_options = options.solver(theta0.shape[0]).replace(
         dense=track, atol=start_atol(options.atol, theta0)
     )
     mu = data.X[0]
     target = jnp.argmax(mu)
-    bound = perturbation_bound(method)
-    lead = invariant_leader(method, theta0, mu, depth)
+    bound = bound_of(method)
+    lead = invariant_leader(method, theta0, mu)
     rates = log_growth_rates(method, data, loss, True, theta0)
     first = initial_index(theta0, rates)
-    intact = lambda th: keeps_invariant_order(method, theta0, th, mu, depth)  # noqa: E731
+    intact = lambda th: keeps_invariant_order(method, theta0, th, mu)  # noqa: E731
     init = dict(
         theta=jnp.asarray(theta0),
         t_end=jnp.zeros(()),
@@ -160,7 +160,7 @@ def run(
         # Under vmap the loop body runs for every lane until the last one is decided and the
         # decided lanes' results are discarded: give them a vanishing budget so that they
         # integrate (almost) nothing. Unvmapped the body never runs for a decided lane.
-        t1 = budget(c["theta"], mu, bound, depth, c["passes"])
+        t1 = budget(c["theta"], mu, bound, c["passes"])
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
         # a schedule σ(t) is read on the real clock, continued from where the last pass ended
         here = method.started_at(c["t_real"])
@@ -173,7 +173,7 @@ def run(
         if track:
             out.update(_track(traj, c, intact, target, max_switches, options.n_grid))
         lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
-        trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound, depth)
+        trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound)
         code = decide(
             traj.status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
             theorem_leader=lead, visited_other=out["other"], first=first, target=target,

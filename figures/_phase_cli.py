@@ -9,6 +9,7 @@ draws its ``code`` (an index into ``ds.attrs["regimes"]``) with the regime palet
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
 import time
@@ -19,7 +20,7 @@ from matplotlib.ticker import FuncFormatter
 
 import analysis
 import flows
-from analysis._inputs import check_mu
+from analysis._inputs import check_mu, check_parameters
 
 from ._common import (
     check_folder,
@@ -37,30 +38,22 @@ from ._style import (
     styled,
 )
 
-#: method name -> (its template from its parameters, their names, the name drawn in titles).
+#: method name -> (its class, the fixed keywords of its template, the name drawn in titles);
+#: its parameters are those of :data:`analysis.METHOD_PARAMETERS`.
 METHODS = {
-    "gd": (lambda: flows.GD(), (), "GD"),
-    "l2sam": (lambda rho: flows.L2SAM(rho), ("rho",), r"$\ell_2$-SAM"),
-    "l2sam-layer": (
-        lambda rho: flows.L2SAM(rho, per_layer=True),
-        ("rho",),
-        r"layer-wise $\ell_2$-SAM",
-    ),
-    "linfsam": (
-        lambda rho, delta=None: flows.LinfSAM(rho, delta=delta),
-        ("rho", "delta"),
-        r"$\ell_\infty$-SAM",
-    ),
-    "lesam": (lambda sigma, rho_max: flows.LESAM(sigma, rho_max), ("sigma", "rho_max"), "LE-SAM"),
+    "gd": (flows.GD, {}, "GD"),
+    "l2sam": (flows.L2SAM, {}, r"$\ell_2$-SAM"),
+    "l2sam-layer": (flows.L2SAM, {"per_layer": True}, r"layer-wise $\ell_2$-SAM"),
+    "linfsam": (flows.LinfSAM, {}, r"$\ell_\infty$-SAM"),
+    "lesam": (flows.LESAM, {}, "LE-SAM"),
 }
 #: The quantities a diagram can sweep (``analysis.phase_diagram``'s axes), in the order the
 #: vertical axis is chosen from, and their flags and mathematical labels.
 AXES = analysis.PHASE_AXES
-#: The method parameters (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis;
+#: Every method parameter (``delta``, ℓ∞-SAM's smoothing of the sign, is fixed, never an axis;
 #: without it ℓ∞-SAM takes the exact sign, a Filippov flow).
-PARAMS = ("rho", "sigma", "rho_max", "delta")
-OPTIONAL = ("delta",)
-FLAGS = {name: "--" + name.replace("_", "-") for name in (*AXES, "delta")}
+PARAMS = tuple(dict.fromkeys(p for ps in analysis.METHOD_PARAMETERS.values() for p in ps))
+FLAGS = {name: "--" + name.replace("_", "-") for name in (*AXES, *PARAMS)}
 LABELS = {
     "alpha": r"scale $\alpha$",
     "rho": r"radius $\rho$",
@@ -247,14 +240,14 @@ def check_settings(s: dict) -> dict:
         raise ValueError(
             f"--method: unknown method {s['method']!r}; choose from {', '.join(METHODS)}"
         )
-    make, params, _ = METHODS[s["method"]]
-    for name in PARAMS:
-        if s[name] is not None and name not in params:
-            raise ValueError(
-                f"{FLAGS[name]} does not belong to {s['method']} (its parameters: "
-                f"{', '.join(FLAGS[p] for p in params) or 'none'})"
-            )
-        if s[name] is None and name in params and name not in OPTIONAL:
+    cls, fixed, _ = METHODS[s["method"]]
+    check_parameters(
+        cls, {p: s[p] for p in PARAMS}, method_name=s["method"], spell=FLAGS.__getitem__
+    )
+    params = analysis.METHOD_PARAMETERS[cls]
+    signature = inspect.signature(cls).parameters  # required: a parameter without a default
+    for name in params:
+        if s[name] is None and signature[name].default is inspect.Parameter.empty:
             raise ValueError(f"{FLAGS[name]} is required for {s['method']}")
     if s["alpha"] is None:
         raise ValueError("--alpha is required")
@@ -307,8 +300,9 @@ def check_settings(s: dict) -> dict:
     return dict(
         method=s["method"],
         # the template carries the fixed parameters (1.0 for a swept one: replaced per point)
-        template=make(
-            **{p: 1.0 if np.ndim(values[p]) else values[p] for p in params if p in values}
+        template=cls(
+            **fixed,
+            **{p: 1.0 if np.ndim(values[p]) else values[p] for p in params if p in values},
         ),
         values=values,
         swept=swept,
@@ -372,8 +366,8 @@ def title(ds) -> str:
     """The caption-like title: the method and its fixed parameters, L, μ and the loss."""
     cfg = json.loads(ds.attrs["config"])
     swept = ds.attrs["swept"].split()
-    _, params, name = METHODS[cfg["method"]]
-    if "delta" in params and cfg.get("delta") is None:
+    cls, _, name = METHODS[cfg["method"]]
+    if "delta" in analysis.METHOD_PARAMETERS[cls] and cfg.get("delta") is None:
         name += " (exact sign)"
     fixed = [
         f"${SYMBOLS[k]}={_number(cfg[k])}$"

@@ -64,11 +64,47 @@ def no_solving(monkeypatch):
         (lambda: analysis.l2sam_thresholds([1.0, 2.0], "abc"), TypeError, "`rho`"),
         (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1 + 2j), TypeError, "`rho`"),
         (lambda: analysis.l2sam_thresholds([1.0, 2.0], 1.0, per_layer=1), TypeError, "`per_layer`"),
+        # the depth L is theta's first dimension: an (L, d) array, L >= 1
+        (lambda: analysis.certificate([1.0, 2.0], MU, 0.1), ValueError, "`theta`"),
+        (lambda: analysis.certificate(np.ones((0, 2)), MU, 0.1), ValueError, "`theta`"),
     ],
 )
 def test_analysis_bad_input_names_the_argument(no_solving, call, error, name):
     with pytest.raises(error, match=name):
         call()
+
+
+class Unbounded(flows.AbstractMethod):
+    """A flows method (ε = 0) that is none of those the analysis decides: no perturbation
+    bound is known for it, so no certificate."""
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        return 0.0 * theta
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: analysis.regime(m, MU, 0.5),
+        lambda m: analysis.critical_alpha(m, MU),
+        lambda m: analysis.boundary(lambda p: (m, p), MU, bracket=(0.5, 2.0)),
+        lambda m: analysis.phase_diagram(m, MU, alpha=[0.5, 1.0], progress=False),
+        lambda m: analysis.limit_map(m, MU, ([0.5], [1.0]), progress=False),
+        lambda m: analysis.limit_leader(m, MU, 0.5, 3),
+        lambda m: analysis.perturbation_bound(m),
+    ],
+)
+def test_a_method_the_analysis_does_not_decide_is_refused(no_solving, call):
+    with pytest.raises(ValueError, match="`method` must be one of flows.GD, L2SAM, LinfSAM, LESAM"):
+        call(Unbounded())
+
+
+def test_a_problem_takes_any_flows_method():
+    # Problem needs no perturbation bound: ε = 0 is GD's field, d log β_j / dτ = 2 μ_j at L = 2
+    p = analysis.Problem(
+        Unbounded(), flows.single_example(MU), flows.balanced_init(0.5, 2, 2), {"t1": 1.0}
+    )
+    np.testing.assert_allclose(p.restart(p.theta0, rescaled=True).rates(p.theta0), [2.0, 4.0])
 
 
 @pytest.mark.parametrize(

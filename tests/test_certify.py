@@ -24,9 +24,7 @@ def test_settled_states_stay_settled_on_the_reduced_flow(depth):
     for _ in range(40):
         w = rng.uniform(0.5, 6.0, MU.size)
         theta = np.tile(w, (depth, 1))
-        escaped, leader, settled = (
-            np.asarray(x) for x in analysis.certificate(theta, MU, 1.0, depth)
-        )
+        escaped, leader, settled = (np.asarray(x) for x in analysis.certificate(theta, MU, 1.0))
         if not settled:
             continue
         assert escaped
@@ -43,7 +41,7 @@ def test_certificate_is_not_granted_to_a_leader_that_loses():
     # L = 2, w = (3, 1): index 0 leads but μ_1 > μ_0 lets index 1 overtake (reduced flow).
     mu = np.array([1.0, 2.0])
     theta = np.tile([3.0, 1.0], (2, 1))
-    escaped, leader, settled = analysis.certificate(theta, mu, 0.1, 2)
+    escaped, leader, settled = analysis.certificate(theta, mu, 0.1)
     assert bool(escaped) and int(leader) == 0 and not bool(settled)
     sol = reduced_l2sam(mu, [3.0, 1.0], 0.1, 2, 20.0, w_max=1e6)
     assert np.argmax(sol.y[:, -1]) == 1
@@ -52,27 +50,27 @@ def test_certificate_is_not_granted_to_a_leader_that_loses():
 def test_depth1_certificate_is_exact():
     # L = 1: dw/dτ = μ exactly, so k leads forever iff w_k >= w_j and μ_k >= μ_j.
     mu = np.array([1.0, 2.0])
-    assert bool(analysis.certificate([[2.0, 1.0]], mu, 0.5, 1)[2]) is False  # 1 overtakes at τ=1
-    assert bool(analysis.certificate([[1.0, 2.0]], mu, 0.5, 1)[2]) is True
+    assert bool(analysis.certificate([[2.0, 1.0]], mu, 0.5)[2]) is False  # 1 overtakes at τ=1
+    assert bool(analysis.certificate([[1.0, 2.0]], mu, 0.5)[2]) is True
 
 
 def test_invariant_order_and_leader():
     m = flows.L2SAM(1.0)
     theta0 = np.tile(np.full(5, 0.3), (4, 1))
-    assert int(invariant_leader(m, theta0, MU, 4)) == 4  # argmax μ_j α^{L-2}
-    assert int(invariant_leader(m, theta0, MU, 2)) == -1  # the theorem is for L >= 3
+    assert int(invariant_leader(m, theta0, MU)) == 4  # argmax μ_j α^{L-2}
+    assert int(invariant_leader(m, theta0[:2], MU)) == -1  # the theorem is for L >= 3
     # exact ℓ∞-SAM: (w_j − ρ)^{−2} = (α − ρ)^{−2} − 2μ_jτ, so argmax μ_j blows up first
-    assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU, 4)) == 4
-    assert int(invariant_leader(flows.LinfSAM(0.1, delta=0.01), theta0, MU, 4)) == -1
+    assert int(invariant_leader(flows.LinfSAM(0.1), theta0, MU)) == 4
+    assert int(invariant_leader(flows.LinfSAM(0.1, delta=0.01), theta0, MU)) == -1
     # L = 3, ρ = 0.1: blow-up at 1/(μ_j(α_j − ρ)) = 2, 3.3, 16.7: the minor coordinate first
     minor = np.tile([0.6, 0.25, 0.12], (3, 1))
-    assert int(invariant_leader(flows.LinfSAM(0.1), minor, [1.0, 2.0, 3.0], 3)) == 0
+    assert int(invariant_leader(flows.LinfSAM(0.1), minor, [1.0, 2.0, 3.0])) == 0
     # L = 2: the larger μ starts below ρ and never grows; the other escapes, e^{τ}
-    assert int(invariant_leader(flows.LinfSAM(0.1), np.tile([0.3, 0.05], (2, 1)), [1, 2], 2)) == 0
-    assert not bool(keeps_invariant_order(m, theta0, np.tile(0.3 * MU**-0.5, (4, 1)), MU, 4))
+    assert int(invariant_leader(flows.LinfSAM(0.1), np.tile([0.3, 0.05], (2, 1)), [1, 2])) == 0
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(0.3 * MU**-0.5, (4, 1)), MU))
     w = 0.3 * MU**-0.5  # all q_j = μ_j w_j² equal: the order is lost
-    assert not bool(keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU, 4))
-    assert bool(keeps_invariant_order(m, theta0, theta0 * 2, MU, 4))
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(w, (4, 1)), MU))
+    assert bool(keeps_invariant_order(m, theta0, theta0 * 2, MU))
 
 
 def _linf_balanced(w0, mu, rho, depth, tau):
@@ -101,9 +99,9 @@ def test_linf_decoupled_certificate_on_the_closed_form(depth):
     for _ in range(400):
         w = rho * rng.uniform(0.2, 3.0, MU.size)
         theta = np.tile(w, (depth, 1))
-        trap = trapped(flows.LinfSAM(rho), theta, depth)
-        _, k, plain = analysis.certificate(theta, MU, rho, depth, trap)
-        _, leader, settled = analysis.certificate(theta, MU, rho, depth, trap, decoupled=True)
+        trap = trapped(flows.LinfSAM(rho), theta)
+        _, k, plain = analysis.certificate(theta, MU, rho, trap)
+        _, leader, settled = analysis.certificate(theta, MU, rho, trap, decoupled=True)
         assert int(leader) == int(k) and (bool(settled) or not bool(plain))
         if not settled:
             continue
@@ -122,7 +120,7 @@ def test_linf_decoupled_certificate_refuses_a_faster_follower():
     # at τ = ln(7/6) (closed form): index 0 leads now but is not settled.
     mu = np.array([1.0, 2.0])
     theta = np.tile([1.2, 1.1], (2, 1))
-    _, leader, settled = analysis.certificate(theta, mu, 0.5, 2, decoupled=True)
+    _, leader, settled = analysis.certificate(theta, mu, 0.5, decoupled=True)
     assert int(leader) == 0 and not bool(settled)
     ws = _linf_balanced([1.2, 1.1], mu, 0.5, 2, [np.log(7 / 6) * 1.01])
     assert np.argmax(ws[0]) == 1
@@ -137,19 +135,19 @@ def test_linf_invariant_order_flags_float64_ties():
     # closed form evaluated in float64 ties every coordinate.
     exact = _linf_balanced(theta0[0], MU, 1.0, depth, [1.0])[0]
     assert np.all(exact == exact[0])
-    assert not bool(keeps_invariant_order(m, theta0, np.tile(exact, (depth, 1)), MU, depth))
+    assert not bool(keeps_invariant_order(m, theta0, np.tile(exact, (depth, 1)), MU))
     ordered = 1.0 + 2e-7 * (1 + 1e-3 * MU)
-    assert bool(keeps_invariant_order(m, theta0, np.tile(ordered, (depth, 1)), MU, depth))
+    assert bool(keeps_invariant_order(m, theta0, np.tile(ordered, (depth, 1)), MU))
     smooth = flows.LinfSAM(1.0, delta=0.01)  # no decoupling theorem for the smoothed sign
-    assert bool(keeps_invariant_order(smooth, theta0, np.tile(exact, (depth, 1)), MU, depth))
+    assert bool(keeps_invariant_order(smooth, theta0, np.tile(exact, (depth, 1)), MU))
 
 
 def test_time_scale_is_homogeneous():
     # The field is homogeneous of degree L-1 in (θ, e): time scales as s^(2-L).
     theta = np.full((4, 3), 0.5)
     mu = np.array([1.0, 2.0, 3.0])
-    assert float(time_scale(theta, mu, 0.1, 4)) == pytest.approx(0.5**-2)
-    assert float(time_scale(10 * theta, mu, 1.0, 4)) == pytest.approx(5.0**-2)
+    assert float(time_scale(theta, mu, 0.1)) == pytest.approx(0.5**-2)
+    assert float(time_scale(10 * theta, mu, 1.0)) == pytest.approx(5.0**-2)
 
 
 def test_perturbation_bound_bad_method():
@@ -190,7 +188,7 @@ def test_trapped_layers_shrink_on_the_unbalanced_field(depth):
                                         dense_output=True)  # fmt: skip
         size = np.max(np.abs(sol.sol(np.linspace(0, sol.t[-1], 400))), axis=0)
         theta = np.stack([w0, np.full(depth, 2.0 * rho)], axis=1)  # coordinate 2: above ρ
-        mask = np.asarray(trapped(flows.LinfSAM(rho), theta, depth))
+        mask = np.asarray(trapped(flows.LinfSAM(rho), theta))
         if depth % 2 == 0:
             assert np.all(np.diff(size) <= 1e-12) and size[-1] < size[0]
             assert mask.tolist() == [True, False]
@@ -203,9 +201,9 @@ def test_trapped_layers_shrink_on_the_unbalanced_field(depth):
 def test_trapped_is_exact_linf_only():
     theta = np.full((2, 2), 0.1)
     for method in (flows.GD(), flows.L2SAM(0.5), flows.LESAM(0.3, 0.5), flows.LinfSAM(0.5, 1e-3)):
-        assert not np.any(np.asarray(trapped(method, theta, 2)))
-    assert np.all(np.asarray(trapped(flows.LinfSAM(0.5), theta, 2)))
-    assert not np.any(np.asarray(trapped(flows.LinfSAM(0.05), theta, 2)))  # |w| >= ρ
+        assert not np.any(np.asarray(trapped(method, theta)))
+    assert np.all(np.asarray(trapped(flows.LinfSAM(0.5), theta)))
+    assert not np.any(np.asarray(trapped(flows.LinfSAM(0.05), theta)))  # |w| >= ρ
 
 
 def test_certificate_settles_a_minor_leader_over_a_trapped_major():
@@ -214,10 +212,10 @@ def test_certificate_settles_a_minor_leader_over_a_trapped_major():
     # (docs/theory.md §11). Without the trap, its comparison solution 1e-14 e^{2τ} would overtake.
     theta = np.tile([2.0, 1e-14], (2, 1))
     mu = np.array([1.0, 2.0])
-    escaped, leader, settled = analysis.certificate(theta, mu, 1.0, 2)
+    escaped, leader, settled = analysis.certificate(theta, mu, 1.0)
     assert bool(escaped) and int(leader) == 0 and not bool(settled)
-    mask = trapped(flows.LinfSAM(1.0), theta, 2)
-    escaped, leader, settled = analysis.certificate(theta, mu, 1.0, 2, mask)
+    mask = trapped(flows.LinfSAM(1.0), theta)
+    escaped, leader, settled = analysis.certificate(theta, mu, 1.0, mask)
     assert bool(escaped) and int(leader) == 0 and bool(settled)
 
 

@@ -260,7 +260,7 @@ BAD = {
     "unknown method": (["--method", "sgd", *BASE], ["--method", "sgd"]),
     "parameter of another method": (
         ["--method", "l2sam", *BASE, "--sigma", "0.3"],
-        ["--sigma", "does not belong to l2sam"],
+        ["--sigma does not belong to l2sam (its parameters: --rho)"],
     ),
     "missing parameter": (
         ["--method", "lesam", "--alpha", "0.1:1:4", "--sigma", "0.1:1:3"],
@@ -304,7 +304,7 @@ BAD = {
     ),
     "delta of another method": (
         ["--method", "l2sam", *BASE, "--delta", "1e-3"],
-        ["--delta", "does not belong to l2sam"],
+        ["--delta does not belong to l2sam (its parameters: --rho)"],
     ),
 }
 

@@ -74,7 +74,11 @@ def test_phase_diagram_of_the_scale_twins_is_the_same_cell_by_cell():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        (dict(sigma=[0.1, 0.2]), "sigma"),  # not a parameter of ℓ2-SAM
+        # not a parameter of ℓ2-SAM
+        (
+            dict(sigma=[0.1, 0.2]),
+            r"`sigma` does not belong to `method` L2SAM \(its parameters: `rho`\)",
+        ),
         (dict(alpha=[]), "alpha"),
         (dict(alpha=[0.1, -1.0]), "alpha"),
         (dict(depth=0), "depth"),

@@ -882,8 +882,8 @@ PUBLIC = [
     (
         "analysis.certificate",
         analysis.certificate,
-        dict(theta=THETA, mu=MU, bound=0.1, depth=2),
-        ["theta", "mu", "bound", "depth", "trapped"],
+        dict(theta=THETA, mu=MU, bound=0.1),
+        ["theta", "mu", "bound", "trapped"],
         0,
     ),
     (
