@@ -23,15 +23,17 @@ from flows._methods import check_method as _check_flows_method
 from flows._problem import check_data as check_data
 from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
 
-#: The methods the analysis decides, each with its parameters (keywords of its constructor):
-#: those :func:`analysis.phase_diagram` can replace point by point, and ``delta`` (ℓ∞-SAM's
-#: smoothing of the sign, a fixed value only; without it the sign is exact).
 METHOD_PARAMETERS = {
     flows.GD: (),
     flows.L2SAM: ("rho",),
     flows.LinfSAM: ("rho", "delta"),
     flows.LESAM: ("sigma", "rho_max"),
 }
+"""The methods the analysis decides (those whose perturbation bound is known,
+:func:`analysis.perturbation_bound`), each with its parameters, by keyword of its
+constructor: those :func:`analysis.phase_diagram` can replace point by point, and ``delta``
+(ℓ∞-SAM's smoothing of the sign, a fixed value only; without it the sign is exact). Any
+other method is refused with ``ValueError`` naming ``method``."""
 
 
 def check_method(method) -> flows.AbstractMethod:
