@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import equinox as eqx
 import numpy as np
 import pytest
 import xarray as xr
@@ -358,6 +359,26 @@ def test_parse_values(text, integer, expected):
     got = _phase_cli.parse_values(text, integer=integer)
     np.testing.assert_allclose(got, expected, rtol=1e-14)
     assert np.ndim(got) == np.ndim(expected)
+
+
+@pytest.mark.parametrize(
+    "settings, want",
+    [
+        (dict(method="gd"), flows.GD()),
+        (dict(method="l2sam", rho=0.3), flows.L2SAM(0.3)),
+        (dict(method="l2sam-layer", rho=0.3), flows.L2SAM(0.3, per_layer=True)),
+        (dict(method="linfsam", rho=0.3), flows.LinfSAM(0.3)),  # delta: optional, exact sign
+        (dict(method="linfsam", rho=0.3, delta=0.01), flows.LinfSAM(0.3, delta=0.01)),
+        (dict(method="lesam", sigma=0.2, rho_max=0.5), flows.LESAM(0.2, 0.5)),
+    ],
+)
+def test_each_method_name_gives_its_flows_template(settings, want, tmp_path):
+    """The command's method names, with their parameters fixed (α and L the two axes), give
+    the flows method written out by hand."""
+    s = _phase_cli.DEFAULTS | dict(alpha="0.1:1:3", depth="2,3", out=str(tmp_path)) | settings
+    got = _phase_cli.check_settings(s)["template"]
+    assert type(got) is type(want)
+    assert bool(eqx.tree_equal(got, want))
 
 
 def test_documented_command_is_accepted_as_written(monkeypatch, tmp_path):
