@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter
 
 import analysis
 import flows
-from analysis._problem import check_mu
+from analysis.internal import check_mu
 
 from ._common import (
     check_folder,
