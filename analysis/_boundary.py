@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import as_array
+from flows.internal import as_array
 
 from ._inputs import (
     check_alpha,

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 import sympy as sp
 
-from flows._validate import WrongTypeError, check_scalar
+from flows.internal import WrongTypeError, check_scalar
 
 from ._inputs import check_mu
 

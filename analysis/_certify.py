@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import as_array, check_finite, is_traced
+from flows.internal import as_array, check_finite, is_traced
 
 from ._dominant import log_abs_beta
 from ._inputs import check_alpha, check_depth, check_kind, check_method, check_mu

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import WrongTypeError, check_scalar, is_traced
+from flows.internal import WrongTypeError, check_scalar, is_traced
 
 from ._inputs import check_count, check_positive
 

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.optimize
 
 import flows
-from flows._validate import as_array
+from flows.internal import as_array
 
 from ._inputs import Problem, check_count, check_trajectory
 

@@ -19,9 +19,15 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._methods import check_method as _check_flows_method
-from flows._problem import check_data as check_data
-from flows._validate import WrongTypeError, as_array, check_int, is_traced, real_number
+from flows.internal import (
+    WrongTypeError,
+    as_array,
+    check_data,
+    check_int,
+    is_traced,
+    real_number,
+)
+from flows.internal import check_method as _check_flows_method
 
 METHOD_PARAMETERS = {
     flows.GD: (),

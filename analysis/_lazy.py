@@ -14,12 +14,14 @@ def lazy_exports(package: str, exports: dict[str, str]):
 
     ``exports`` maps each public name to the submodule (``"_phase"``) that defines it; the
     submodule is imported at the first lookup of one of its names, and the value is then
-    stored in the package, so later lookups do not come here.
+    stored in ``package``, so later lookups do not come here. ``package`` may also be a
+    module of a package (``"analysis.internal"``): the submodules are then its siblings.
     """
 
     def __getattr__(name):
         if name in exports:
-            value = getattr(importlib.import_module(f".{exports[name]}", package), name)
+            parent = sys.modules[package].__package__  # the package itself, for a package
+            value = getattr(importlib.import_module(f".{exports[name]}", parent), name)
             setattr(sys.modules[package], name, value)
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 
 import flows
-from flows._validate import check_int, with_overrides
+from flows.internal import check_int, with_overrides
 
 from ._inputs import check_positive
 

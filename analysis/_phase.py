@@ -1,7 +1,6 @@
 r"""Phase diagrams as labelled data: the per-run layer swept over a grid (``xarray.Dataset``)."""
 
 import dataclasses
-import hashlib
 from importlib import metadata
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._validate import as_array
+from flows.internal import as_array, digest, source_digest
 
 from ._inputs import check_depth, check_method, check_mu, check_parameters
 from ._options import split_options
@@ -67,15 +66,14 @@ def _describe_schedule(schedule) -> str:
     """A schedule σ(t) by its name and a digest of its values at :data:`_SCHEDULE_PROBES`, so
     that two different schedules (two lambdas) never share a diagram's cache key."""
     values = np.asarray(jax.vmap(schedule)(jnp.asarray(_SCHEDULE_PROBES)), dtype=np.float64)
-    digest = hashlib.sha256(values.tobytes()).hexdigest()[:12]
-    return f"<schedule {getattr(schedule, '__name__', type(schedule).__name__)} {digest}>"
+    name = getattr(schedule, "__name__", type(schedule).__name__)
+    return f"<schedule {name} {digest(values)[:12]}>"
 
 
 def _analysis_version() -> str:
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
+    """SHA-256 of the analysis's sources (:func:`flows.internal.source_digest`): an edit to any
+    of them changes a diagram's cache key."""
+    return source_digest(Path(__file__).resolve().parent)
 
 
 def phase_diagram(

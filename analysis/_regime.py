@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._methods import _unit
+from flows.internal import unit_and_norm
 
 from ._certify import (
     bound_of,
@@ -358,7 +358,8 @@ def _pass_collapse_tol(collapse_tol, theta0, theta) -> float:
     ``collapse_tol`` relative to the run's first start :math:`\theta_0`: a run collapses where
     :math:`\lVert\theta\rVert\le` ``collapse_tol`` :math:`\lVert\theta_0\rVert`, however many
     passes it took (below 1: a state already there ended the pass before as ``collapsed``)."""
-    norm = lambda th: float(_unit(jnp.asarray(th))[1])  # noqa: E731  (the collapse event's norm)
+    # the collapse event's norm
+    norm = lambda th: float(unit_and_norm(jnp.asarray(th))[1])  # noqa: E731
     ratio = collapse_tol * norm(theta0) / max(norm(theta), np.finfo(float).tiny)
     return float(min(ratio, np.nextafter(1.0, 0.0)))
 

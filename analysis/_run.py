@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 import flows
+from flows.internal import check_dense_size, integrate
 
 from ._certify import (
     bound_of,
@@ -97,9 +98,11 @@ def run(
 ):
     r"""Classify one rescaled single-example run from ``theta0`` (traceable).
 
-    Solves with :func:`flows.solve` (dense output where :math:`j^\dagger` is tracked), pass after
-    pass in a ``lax.while_loop``, each with the budget :func:`analysis._regime.budget`, until
-    :func:`analysis._regime.decide` returns a code or ``max_passes`` is spent (``undetermined``).
+    Solves with :func:`flows.internal.integrate` (the unchecked run of :func:`flows.solve`: the
+    inputs are validated at the public edge of :mod:`analysis`; dense output where
+    :math:`j^\dagger` is tracked), pass after pass in a ``lax.while_loop``, each with the
+    budget :func:`analysis._regime.budget`, until :func:`analysis._regime.decide` returns a code
+    or ``max_passes`` is spent (``undetermined``).
 
     Arguments:
         method, data, theta0: as for :func:`flows.solve` (``data`` one example, ``theta0``
@@ -133,6 +136,7 @@ def run(
     solver_options = options.solver(theta0.shape[0]).replace(
         dense=track, atol=start_atol(options.atol, theta0)
     )
+    check_dense_size(solver_options, method, theta0, True)  # once, not on every pass
     mu = data.X[0]
     target = jnp.argmax(mu)
     bound = bound_of(method)
@@ -164,9 +168,10 @@ def run(
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
         # a schedule σ(t) is read on the real clock, continued from where the last pass ended
         here = method.started_at(c["t_real"])
-        traj = flows.solve(
-            here, data, c["theta"], t1=t1, rescaled=True, loss=loss, options=solver_options
-        )
+        traj = integrate(
+            here, data, c["theta"], t1=t1, ts=None, rescaled=True, loss=loss,
+            options=solver_options,
+        )  # fmt: skip
         out = dict(c)
         if scheduled:
             out["t_real"] = c["t_real"] + traj.t_real_end

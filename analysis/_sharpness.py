@@ -35,9 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows._methods import _unit
-from flows._problem import check_loss
-from flows._validate import as_array
+from flows.internal import as_array, check_loss, unit_and_norm
 
 from ._inputs import check_data, check_positive, check_trajectory
 
@@ -163,7 +161,7 @@ def _margin_grad_norm(theta, data):
     """‖∇_θ m(θ)‖₂ at one θ of shape (L, d), one example; scaled, so it neither under- nor
     overflows where the squares would."""
     grad = jax.grad(lambda th: flows.margins(th, data)[0])(theta)
-    return _unit(grad)[1]
+    return unit_and_norm(grad)[1]
 
 
 _margin_grad_norms = jax.jit(jax.vmap(_margin_grad_norm, in_axes=(0, None)))

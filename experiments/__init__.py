@@ -14,7 +14,7 @@ verdict per claim. The public names below are imported on first use, so that
 ``python -m experiments --help`` (and a bad flag) answers without loading JAX.
 """
 
-from analysis._lazy import lazy_exports
+from analysis.internal import lazy_exports
 
 _EXPORTS = {
     "gradcam": "_attribution",

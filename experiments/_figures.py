@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from figures._style import (
+from figures.internal import (
     FULL_WIDTH,
     METHOD_COLORS,
     OKABE_ITO,

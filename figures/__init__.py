@@ -6,7 +6,7 @@ and PNG. ``python -m figures --help`` lists them. The public names below are imp
 first use, so that ``--help`` (and a bad flag) answers without loading JAX.
 """
 
-from analysis._lazy import lazy_exports
+from analysis.internal import lazy_exports
 
 _EXPORTS = {
     "main": "_cli",

@@ -2,7 +2,7 @@
 
 import sys
 
-from analysis._cli import run_command
+from analysis.internal import run_command
 
 from ._cli import main
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from analysis._cli import ArgumentParser
+from analysis.internal import ArgumentParser
 
 from ._catalog import SUMMARIES
 

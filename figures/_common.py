@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import analysis
-from flows._sweep._store import _READ_ERRORS, _read_npz, _save_json, _save_npz, _sha256
+from flows.internal import READ_ERRORS, file_sha256, read_npz, save_json, save_npz
 
 from ._style import class_cmap, draw_classes, fill_handle, regime_colors
 
@@ -162,8 +162,8 @@ def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
     npz, meta = data_paths(ctx, name)
     npz.parent.mkdir(parents=True, exist_ok=True)
     arrays = {k: np.asarray(v) for k, v in data.items()}
-    _save_npz(npz, arrays)
-    _save_json(
+    save_npz(npz, arrays)
+    save_json(
         meta,
         {
             "figure": name,
@@ -171,7 +171,7 @@ def save_data(ctx: Context, name: str, data: dict, seconds: float) -> Path:
             "seconds": seconds,
             "saved": time.ctime(),
             "arrays": sorted(arrays),
-            "sha256": _sha256(npz),
+            "sha256": file_sha256(npz),
         },
     )
     return npz
@@ -193,13 +193,13 @@ def load_data(ctx: Context, name: str) -> dict:
         record = json.loads(meta.read_text())
         if not isinstance(record, dict) or "sha256" not in record:
             raise ValueError(f"{meta.name} records no checksum")
-        if _sha256(npz) != record["sha256"]:
+        if file_sha256(npz) != record["sha256"]:
             raise ValueError(f"{npz.name} does not match the checksum in {meta.name}")
-        arrays = _read_npz(npz)
+        arrays = read_npz(npz)
         missing = sorted(set(record.get("arrays", [])) - set(arrays))
         if missing:
             raise ValueError(f"{npz.name} lacks the arrays {missing}")
-    except _READ_ERRORS as err:
+    except READ_ERRORS as err:
         raise ValueError(
             f"--redraw: the saved data of figure {name!r} in {npz.parent} is damaged "
             f"({type(err).__name__}: {err}); run it again without --redraw."

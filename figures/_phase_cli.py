@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter
 
 import analysis
 import flows
-from analysis._inputs import check_mu, check_parameters
+from analysis.internal import check_mu, check_parameters
 
 from ._common import (
     check_folder,

@@ -6,8 +6,8 @@ import shutil
 import time
 from pathlib import Path
 
-from flows._config import enable_compilation_cache
-from flows._sweep._executors import executor_factory
+import flows
+from flows.internal import enable_compilation_cache
 
 from ._catalog import SUMMARIES
 from ._common import (
@@ -65,7 +65,7 @@ def make(
     """
     ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
     ctx.progress = progress
-    executor_factory(executor, None, None)  # a bad executor is refused before any work
+    flows.SweepOptions(executor=executor)  # a bad executor is refused before any work
     ctx.executor = executor
     if not redraw:
         # Reuse compiled solvers across runs (most of a quick run is compilation), in

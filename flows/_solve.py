@@ -47,9 +47,14 @@ def check_problem(method, data, loss, rescaled) -> str:
     return loss
 
 
+def default_ts(t1):
+    """The default saving times of a run to ``t1``: 101 equispaced points of ``[0, t1]``."""
+    return jnp.linspace(0.0, t1, 101)
+
+
 def check_ts(ts, t1):
     if ts is None:
-        return jnp.linspace(0.0, t1, 101)
+        return default_ts(t1)
     ts = as_array("ts", ts, what="a 1-D array of saving times")
     if ts.ndim != 1 or ts.shape[0] < 1:
         raise ValueError(f"`ts` must be a 1-D array of saving times; got shape {ts.shape}.")
@@ -152,12 +157,54 @@ def solve(
     ts = check_ts(ts, t1)
     options = solver_options(options, overrides)
     _check_schedule(method, t1, rescaled)
-    if options.dense and options.backend == "diffrax":
-        _check_dense_size(options, theta0.size + rescaled, _is_filippov(method))
+    check_dense_size(options, method, theta0, rescaled)
     if options.backend != "diffrax" and is_traced((method, data, theta0, ts, t1)):
         raise ValueError(
             f"backend={options.backend!r} cannot run under jax.jit/vmap; use backend='diffrax'."
         )
+    traj = integrate(
+        method, data, theta0, t1=t1, ts=ts, rescaled=rescaled, loss=loss, options=options
+    )
+    if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
+        warnings.warn(
+            "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "
+            "layers died at different times, where the discrete iterates have no η → 0 "
+            "limit, or more sign-dependent sliding coordinates than are enumerated); the "
+            "flow keeps the in-phase selection. See Trajectory.ambiguous.",
+            stacklevel=2,
+        )
+    if not is_traced(traj.status) and np.any(np.asarray(traj.status) == Status.SIGMA_NEGATIVE):
+        warnings.warn(
+            f"LE-SAM: the schedule sigma(t) < 0 at t = {float(traj.t_real_end):.10g} (real "
+            "time): the rule has no budget there, and the run stopped at that time with status "
+            "'sigma_negative'.",
+            stacklevel=2,
+        )
+    return traj
+
+
+def integrate(method, data, theta0, *, t1, ts, rescaled, loss, options) -> Trajectory:
+    r"""The run of :func:`solve` from validated inputs, unchecked (traceable).
+
+    Integrates the same flow with the same events and returns the same :class:`Trajectory`,
+    bit for bit; it is what :func:`solve` calls once its checks pass, and what code that has
+    already validated its inputs at its own public edge calls inside a compiled loop (the
+    analysis's runs, pass after pass). Nothing is checked here; in particular neither the
+    schedule's values nor the size of a dense output (:func:`check_dense_size`), and nothing
+    warns: a concrete caller reads ``traj.ambiguous`` and ``traj.status`` itself.
+
+    Arguments:
+        method: a flows method.
+        data: a :class:`Dataset` (one example if ``rescaled``).
+        theta0: float64 array ``(L, d)``, finite.
+        t1: final time, > 0 (a float64 scalar, traced or not).
+        ts: saving times in ``[0, t1]``, non-decreasing; None: 101 equispaced points.
+        rescaled: integrate the single-example rescaled flow.
+        loss: ``"logistic"`` or ``"exponential"``.
+        options: a built :class:`SolverOptions`; ``backend="numba"`` needs concrete inputs.
+    """
+    if ts is None:
+        ts = default_ts(t1)
     if options.backend == "numba":
         from ._many import run_numba
 
@@ -175,23 +222,7 @@ def solve(
         else:
             field = Field(method, data, loss, rescaled, clock)
             traj = driver.solve_smooth(field, theta0, ts, t1, options)
-    traj = _stopped_at_start(traj, theta0, *_start_stop(method, theta0, data, loss, options))
-    if not is_traced(traj.ambiguous) and bool(np.any(np.asarray(traj.ambiguous))):
-        warnings.warn(
-            "ℓ∞-SAM: the Filippov selection is ambiguous on this run (a coordinate whose "
-            "layers died at different times, where the discrete iterates have no η → 0 "
-            "limit, or more sign-dependent sliding coordinates than are enumerated); the "
-            "flow keeps the in-phase selection. See Trajectory.ambiguous.",
-            stacklevel=2,
-        )
-    if not is_traced(traj.status) and np.any(np.asarray(traj.status) == Status.SIGMA_NEGATIVE):
-        warnings.warn(
-            f"LE-SAM: the schedule sigma(t) < 0 at t = {float(traj.t_real_end):.10g} (real "
-            "time): the rule has no budget there, and the run stopped at that time with status "
-            "'sigma_negative'.",
-            stacklevel=2,
-        )
-    return traj
+    return _stopped_at_start(traj, theta0, *_start_stop(method, theta0, data, loss, options))
 
 
 def _start_stop(method, theta0, data, loss, options):
@@ -307,13 +338,18 @@ def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _check_dense_size(options, n_state: int, filippov: bool) -> None:
+def check_dense_size(options, method, theta0, rescaled: bool) -> None:
     """Refuse a dense output larger than the device's memory, before allocating it.
 
-    The dense output holds each step's interpolant for up to ``max_steps`` steps
-    (``2 max_steps`` for the joined segments of a Filippov run); the bytes of one
-    step are read from one step of the solver on a state of ``n_state`` numbers.
+    Applies to a diffrax run with ``dense=True`` (else it returns). The dense output holds
+    each step's interpolant for up to ``max_steps`` steps (``2 max_steps`` for the joined
+    segments of a Filippov run); the bytes of one step are read from one step of the solver
+    on the run's state (θ, and the clock of a rescaled run).
     """
+    if not (options.dense and options.backend == "diffrax"):
+        return
+    n_state = jnp.size(theta0) + rescaled
+    filippov = _is_filippov(method)
     solver = options.solver
     y0 = jnp.zeros(n_state)
     term = diffrax.ODETerm(lambda t, y, args: -y)

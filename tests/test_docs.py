@@ -7,6 +7,7 @@ examples and fails on a broken reference; these checks need no documentation pac
 import importlib
 import pathlib
 import re
+import types
 
 import pytest
 
@@ -15,10 +16,17 @@ DOCS = ROOT / "docs"
 
 
 def _public(package):
+    """The package's public names: ``__all__``, else its names without a leading underscore
+    that are not submodules (``flows.internal``, shared plumbing, is an attribute of
+    :mod:`flows` once imported, not a name of its API)."""
     module = importlib.import_module(package)
     names = getattr(module, "__all__", None)
     if names is None:
-        names = [n for n, v in vars(module).items() if not n.startswith("_")]
+        names = [
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and not isinstance(v, types.ModuleType)
+        ]
     return set(names)
 
 

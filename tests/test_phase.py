@@ -110,3 +110,47 @@ def test_phase_diagram_with_a_fixed_schedule_over_alpha():
         sequence[0], sequence[-1], len(sequence) - 1,
     ]  # fmt: skip
     np.testing.assert_allclose(point["times"].values[: len(times)], times, rtol=1e-7)
+
+
+def test_a_run_solves_its_passes_unchecked_and_checks_the_dense_size_once(monkeypatch):
+    """analysis._run.run integrates each pass with flows.internal.integrate (its inputs were
+    validated at analysis's edge), never through the checking flows.solve; the one check of
+    solve that depends on the run's options, the dense output's size against the device's
+    memory, is made once, when the run is traced: 2**40 steps of a tracked run need ~5e5 GB."""
+    import jax
+
+    from analysis._run import run
+
+    def solve(*args, **kwargs):
+        raise AssertionError("flows.solve was called")
+
+    monkeypatch.setattr(flows, "solve", solve)
+    monkeypatch.setattr(flows._solve, "solve", solve)
+    data, theta0 = flows.single_example([1.0, 2.0, 3.0]), flows.balanced_init(0.5, 2, 3)
+
+    def code(options):
+        one = lambda th: run(flows.L2SAM(1.0), data, th, depth=2, options=options)  # noqa: E731
+        return jax.eval_shape(one, theta0)["code"]
+
+    assert code(analysis.RunOptions()).shape == ()
+    with pytest.raises(ValueError, match="`max_steps` = 1099511627776 with `dense=True`"):
+        code(analysis.RunOptions(max_steps=2**40))
+
+
+def test_a_diagrams_key_tells_schedules_apart_by_their_values():
+    """A schedule σ(t) enters a diagram's cache key by its values at fixed times (its name
+    alone would let two lambdas share a cache): equal values give the same description, a
+    change of 1e-12 at t = 1e12 only a different one; the analysis's sources enter as their
+    digest (an edit to any of them is a new key)."""
+    from pathlib import Path
+
+    from analysis._phase import _analysis_version, describe
+    from flows.internal import source_digest
+
+    f = lambda t: 0.3 / (1.0 + t)  # noqa: E731
+    g = lambda t: 0.3 / (1.0 + t)  # noqa: E731
+    h = lambda t: 0.3 / (1.0 + t) + 1e-12 * (t >= 1e12)  # noqa: E731
+    one, same, other = (describe(flows.LESAM(s, 0.5)) for s in (f, g, h))
+    assert one == same and one != other
+    assert one.startswith("LESAM(sigma=<schedule <lambda> ") and "rho_max=0.5" in one
+    assert _analysis_version() == source_digest(Path(analysis.__file__).parent)

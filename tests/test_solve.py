@@ -87,6 +87,28 @@ def test_collapse_time_closed_form(backend):
     assert np.all(np.isnan(np.asarray(traj.thetas)[~reached]))
 
 
+def test_integrate_from_validated_inputs_is_the_run_of_solve():
+    """flows.internal.integrate (solve's run without its checks), from the values solve's
+    checks give: the ℓ2-SAM collapse of the closed form above, bit for bit solve's trajectory
+    (the solver compiled for the test above is reused)."""
+    from flows.internal import check_scalar, integrate
+
+    mu, alpha, rho, tol = 1.7, 0.2, 0.5, 1e-6
+    c = rho / np.sqrt(2)
+    tau_star = np.log((c - tol * alpha) / (c - alpha)) / mu
+    method, data = flows.L2SAM(rho), flows.single_example([mu])
+    theta0 = flows.balanced_init(alpha, 2, d=1)
+    options = flows.SolverOptions(collapse_tol=tol, **TOL)
+    t1 = check_scalar("t1", 10.0, positive=True)
+    args = dict(t1=t1, rescaled=True, loss="logistic", options=options)
+    traj = integrate(method, data, theta0, ts=None, **args)
+    assert traj.status_name == "collapsed"
+    assert abs(float(traj.t_end) - tau_star) < 1e-8 * tau_star
+    checked = flows.solve(method, data, theta0, **args)
+    for a, b in zip(jax.tree.leaves(traj), jax.tree.leaves(checked), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 @pytest.mark.parametrize("backend", ["diffrax", "scipy"])
 def test_escape_time_closed_form(backend):
     mu, alpha, escape = 0.8, 0.3, 1e4

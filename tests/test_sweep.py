@@ -82,6 +82,22 @@ def test_workers_validation():
         flows.sweep(point, {"alpha": ALPHAS, "rho": RHOS}, workers=0, progress=False)
 
 
+def test_the_executor_is_checked_once_where_it_is_given(monkeypatch):
+    """executor, workers and devices are checked by flows.SweepOptions (the edge), and the
+    sweep makes its executor from the checked values without checking them again."""
+    import importlib
+
+    run = importlib.import_module("flows._sweep._run")
+    calls = []
+    check = run.check_executor
+    monkeypatch.setattr(run, "check_executor", lambda *a: calls.append(a) or check(*a))
+    r = flows.sweep(lambda a: {"y": 3.0 * a}, {"a": [1.0, 2.0]}, workers=1, progress=False)
+    np.testing.assert_array_equal(r["y"], [3.0, 6.0])
+    assert calls == [(None, 1, None)]
+    with pytest.raises(ValueError, match="`executor` must be one of"):
+        flows.SweepOptions(executor="processes")
+
+
 def test_static_parameters_compile_separately():
     def depth_point(depth, alpha):
         theta = flows.balanced_init(alpha, depth, 3)

@@ -149,3 +149,33 @@ def test_one_function_over_other_parameter_names():
     np.testing.assert_array_equal(_run(scaled)["y"], A)
     r = flows.sweep(scaled, {"a": A, "b": [3.0]}, progress=False)
     np.testing.assert_array_equal(r["y"][:, 0], A * 3.0)
+
+
+def test_source_digest_covers_each_source_file_by_path_and_bytes(tmp_path):
+    """The digest of a package's sources (a sweep's code version, an analysis diagram's key):
+    the SHA-256 of each ``*.py`` file's relative path and bytes, in sorted order, written here
+    with hashlib; it changes with an edit, a new file or a rename, and not with a ``.pyc``."""
+    import hashlib
+
+    from flows.internal import source_digest
+
+    (tmp_path / "sub").mkdir()
+    files = {"b.py": b"x = 1\n", "a.py": b"y = 2\n", "sub/c.py": b"z = 3\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_bytes(text)
+    by_hand = hashlib.sha256()
+    for name in sorted(files):
+        by_hand.update(name.encode() + files[name])
+    first = source_digest(tmp_path)
+    assert first == by_hand.hexdigest()
+    (tmp_path / "sub" / "c.cpython-311.pyc").write_bytes(b"\x00")
+    (tmp_path / "notes.txt").write_text("not a source")
+    assert source_digest(tmp_path) == first
+    seen = {first}
+    (tmp_path / "a.py").write_bytes(b"y = 3\n")  # an edit
+    seen.add(source_digest(tmp_path))
+    (tmp_path / "d.py").write_bytes(b"")  # a new, empty file
+    seen.add(source_digest(tmp_path))
+    (tmp_path / "d.py").rename(tmp_path / "e.py")  # a rename
+    seen.add(source_digest(tmp_path))
+    assert len(seen) == 4

@@ -42,35 +42,43 @@ def _is_client(obj) -> bool:
     return distributed is not None and isinstance(obj, distributed.Client)
 
 
-def executor_factory(executor, workers, devices):
-    """Check ``sweep``'s ``executor``, ``workers`` and ``devices``; return a maker of the executor.
+def check_executor(executor, workers, devices) -> None:
+    """Check ``sweep``'s ``executor``, ``workers`` and ``devices`` together: a named ``ValueError``.
 
-    Bad input is a named ``ValueError`` at once; the executor (a cluster, for
-    ``"dask"``) is only started when the maker is called, after the cache is read.
+    Called once, where they are given (:class:`flows.SweepOptions`).
     """
     if workers is not None and (
         isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1
     ):
         raise ValueError(f"`workers` must be None or a positive integer; got {workers!r}.")
-    if devices is not None:
-        devices = list(devices)
-        if not devices:
-            raise ValueError("`devices` must hold at least one device.")
+    if devices is not None and not list(devices):
+        raise ValueError("`devices` must hold at least one device.")
     if executor is None or (isinstance(executor, str) and executor == "threads"):
-        return functools.partial(Threads, workers, devices)
+        return
     if isinstance(executor, str) and executor == "dask":
         if devices is not None:
             raise ValueError(
                 "`devices` must be None with a Dask executor: each worker uses its own."
             )
-        return functools.partial(Dask, None, workers)
+        return
     if _is_client(executor):
         if devices is not None or workers is not None:
             raise ValueError(
                 "`devices` and `workers` must be None with a Dask Client: the cluster sets them."
             )
-        return functools.partial(Dask, executor, None)
+        return
     raise ValueError(f"`executor` must be one of {', '.join(EXECUTORS)}; got {executor!r}.")
+
+
+def executor_factory(executor, workers, devices):
+    """A maker of the executor of validated ``executor``, ``workers`` and ``devices``
+    (:func:`check_executor`); the executor (a cluster, for ``"dask"``) is only started when
+    the maker is called, after the cache is read."""
+    if executor is None or (isinstance(executor, str) and executor == "threads"):
+        return functools.partial(Threads, workers, devices)
+    if isinstance(executor, str) and executor == "dask":
+        return functools.partial(Dask, None, workers)
+    return functools.partial(Dask, executor, None)
 
 
 class Threads:

@@ -37,6 +37,21 @@ _FORMAT = 2  # bump when the on-disk layout changes (2: chunk errors and checksu
 # --- versions and hashing ----------------------------------------------------------
 
 
+def source_digest(folder) -> str:
+    """SHA-256 (hex) of a package's Python sources: every ``folder/**/*.py``, in sorted order,
+    each as its path relative to ``folder`` and then its bytes.
+
+    An edit to any source file, a file added, removed or renamed changes it; nothing else
+    does (not the bytecode caches, not the files' times).
+    """
+    root = Path(folder).resolve()
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 @functools.cache
 def code_version() -> dict:
     """The code version: SHA-256 of every ``flows/**/*.py`` source, plus the git commit.
@@ -46,11 +61,7 @@ def code_version() -> dict:
     the manifest for provenance.
     """
     root = Path(__file__).resolve().parent.parent  # flows/, with this package inside
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(path.read_bytes())
-    version = {"flows_source_sha256": h.hexdigest()}
+    version = {"flows_source_sha256": source_digest(root)}
     try:
         version["samflows"] = metadata.version("samflows")
     except metadata.PackageNotFoundError:

@@ -27,7 +27,7 @@ import numpy as np
 from .._config import release_compiled_when_crowded
 from .._validate import with_overrides
 from ._chunk import ChunkFn
-from ._executors import executor_factory
+from ._executors import check_executor, executor_factory
 from ._grid import Grid
 from ._key import Unhashable, function_key, sweep_key
 from ._store import Store, SweepResult, report
@@ -101,7 +101,7 @@ class SweepOptions:
             raise ValueError(f"`compile_cache` must be True or False; got {self.compile_cache!r}.")
         if self.devices is not None:
             object.__setattr__(self, "devices", list(self.devices))
-        executor_factory(self.executor, self.workers, self.devices)  # checks both
+        check_executor(self.executor, self.workers, self.devices)
 
 
 SWEEP_FIELDS = tuple(f.name for f in dataclasses.fields(SweepOptions))
@@ -205,7 +205,7 @@ def sweep(
         json.dumps(config)
     except TypeError as err:
         raise ValueError(f"`config` must be JSON-serialisable: {err}") from None
-    make_executor = executor_factory(opts.executor, opts.workers, devices)
+    make_executor = executor_factory(opts.executor, opts.workers, devices)  # checked
     grid = Grid(params, static, product, order)
     try:
         cache_key, versions = sweep_key(grid, fn, order, seed, config, key)

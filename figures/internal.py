@@ -1,0 +1,18 @@
+"""Shared plumbing for the packages built on :mod:`figures` (:mod:`experiments`): not part of
+the user API.
+
+The figures' visual language (:mod:`figures._style`: the printed widths, the text sizes, the
+method colours, and the functions that make, style and save a figure), in one clearly
+internal home (the convention of ``equinox.internal``), so that the experiments draw as the
+figures do without importing a private module.
+"""
+
+from ._style import FULL_WIDTH as FULL_WIDTH
+from ._style import METHOD_COLORS as METHOD_COLORS
+from ._style import OKABE_ITO as OKABE_ITO
+from ._style import SMALL_SIZE as SMALL_SIZE
+from ._style import new_figure as new_figure
+from ._style import save_figure as save_figure
+from ._style import styled as styled
+
+__all__ = sorted(name for name in dir() if not name.startswith("_"))

@@ -1,0 +1,68 @@
+"""Shared plumbing for the packages built on :mod:`flows` (:mod:`analysis`, :mod:`figures`,
+:mod:`experiments`): not part of the user API.
+
+These are the validators, the unchecked integrator, the configuration, store and provenance
+helpers that those packages call, in one clearly internal home (the convention of
+``equinox.internal``), so that no package imports another's private modules. A user of the
+library needs none of them; their signatures may change with the packages that use them.
+
+* Validators (each raises a ``ValueError`` naming the argument): :func:`as_array`,
+  :func:`check_data`, :func:`check_finite`, :func:`check_int`, :func:`check_loss`,
+  :func:`check_method`, :func:`check_scalar`, :func:`real_number`, :func:`with_overrides`,
+  :func:`check_dense_size`; :class:`WrongTypeError`; :func:`is_traced`.
+* :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked.
+* :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
+  the collapse and escape events).
+* :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder.
+* The store's files: :func:`save_npz`, :func:`read_npz`, :func:`save_json`,
+  :func:`file_sha256` and :data:`READ_ERRORS` (what a damaged file raises on reading).
+* Provenance: :func:`digest` (SHA-256 of a value, as a sweep's cache key describes it) and
+  :func:`source_digest` (SHA-256 of a package's Python sources).
+"""
+
+from ._config import enable_compilation_cache
+from ._methods import _unit as unit_and_norm
+from ._methods import check_method
+from ._problem import check_data, check_loss
+from ._solve import check_dense_size, integrate
+from ._sweep._key import digest, source_digest
+from ._sweep._store import _READ_ERRORS as READ_ERRORS
+from ._sweep._store import _read_npz as read_npz
+from ._sweep._store import _save_json as save_json
+from ._sweep._store import _save_npz as save_npz
+from ._sweep._store import _sha256 as file_sha256
+from ._validate import (
+    WrongTypeError,
+    as_array,
+    check_finite,
+    check_int,
+    check_scalar,
+    is_traced,
+    real_number,
+    with_overrides,
+)
+
+__all__ = [
+    "READ_ERRORS",
+    "WrongTypeError",
+    "as_array",
+    "check_data",
+    "check_dense_size",
+    "check_finite",
+    "check_int",
+    "check_loss",
+    "check_method",
+    "check_scalar",
+    "digest",
+    "enable_compilation_cache",
+    "file_sha256",
+    "integrate",
+    "is_traced",
+    "read_npz",
+    "real_number",
+    "save_json",
+    "save_npz",
+    "source_digest",
+    "unit_and_norm",
+    "with_overrides",
+]
