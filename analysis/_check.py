@@ -3,9 +3,9 @@ docs/theory.md §8, §10 and §11 run as numerical experiments.
 
 Each check is one row: claim, setting, prediction, measurement, tolerance and a result,
 ``PASS`` or ``FAIL``. Every prediction comes from an independent source (a closed form, sympy,
-an LP, scipy on a reduced ODE), never from the code under test, so every row can fail. A solve
-that stalls (status ``max_steps`` / ``nonfinite``) or an exception inside a check is a FAIL whose
-measurement says why, never a silent skip.
+an LP, scipy on a reduced ODE written apart in :mod:`analysis._reference`), never from the code
+under test, so every row can fail. A solve that stalls (status ``max_steps`` / ``nonfinite``) or
+an exception inside a check is a FAIL whose measurement says why, never a silent skip.
 """
 
 import dataclasses
@@ -14,11 +14,11 @@ import time
 
 import jax.numpy as jnp
 import numpy as np
-import scipy.integrate
 import scipy.optimize
 
 import flows
 
+from . import _reference
 from ._boundary import critical_alpha, direct_alpha
 from ._bounds import l2sam_thresholds
 from ._dominant import dominant_at
@@ -370,104 +370,12 @@ def check_c3(quick=False):
 # --- C4: ℓ2-SAM, L = 2, regimes in alpha ---------------------------------------------
 
 
-def _reduction(mu, alpha, rho):
-    r"""The scalar reduction of ℓ2-SAM, L = 2, uniform start α (docs/theory.md §9):
-    :math:`\log w_j=\log\alpha+g_j`, :math:`g_j=\mu_j\tau-c\mu_j^2T(\tau)`,
-    :math:`dT/d\tau=1/\lVert\mu\odot w\rVert`, :math:`c=\rho/\sqrt2`. Returns the right-hand
-    side ``f(τ, [T])`` and ``growth(τ, T)`` = g (an independent check of the full flow; nothing
-    in analysis uses it)."""
-    c = rho / np.sqrt(2.0)
-    growth = lambda t, T: mu * t - c * mu**2 * T  # noqa: E731
-    return (lambda t, y: [1 / np.linalg.norm(mu * alpha * np.exp(growth(t, y[0])))]), growth
-
-
-def _argmax_changes(value, ts, xtol):
-    """(sequence, times) of argmax_j value(t)_j over the samples ``ts``, each change a -> b
-    located by brentq on value_b - value_a."""
-    js = np.argmax(np.array([value(t) for t in ts]), axis=1)
-    seq, times = [int(js[0])], []
-    for k in np.flatnonzero(js[1:] != js[:-1]):
-        a, b = int(js[k]), int(js[k + 1])
-        h = lambda t, a=a, b=b: value(t)[b] - value(t)[a]  # noqa: E731
-        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=xtol))
-        seq.append(b)
-    return seq, np.array(times)
-
-
-def _reduced_sequence(mu, alpha, rho, t_max):
-    """Reference j† path of ℓ2-SAM, L = 2: :func:`_reduction` integrated by scipy, changes of
-    argmax located by brentq."""
-    f, growth = _reduction(mu, alpha, rho)
-    with np.errstate(over="ignore"):  # |mu w| = inf late in an escape: dT/dtau = 0, exact enough
-        sol = scipy.integrate.solve_ivp(
-            f, (0, t_max), [0.0], rtol=1e-12, atol=1e-14, dense_output=True
-        )
-    logw = lambda t: growth(t, sol.sol(t)[0])  # noqa: E731
-    return _argmax_changes(logw, np.linspace(0, t_max, 20_001)[1:], 1e-14)
-
-
-def _reduced_depth_sequence(mu, alpha, rho, depth, w_max=1e6):
-    r"""Reference j† path of balanced single-example ℓ2-SAM at depth L >= 3 from the uniform
-    start α: the flow in w alone, :math:`dw_j/d\tau=\mu_j\hat w_j^{L-1}`,
-    :math:`\hat w=w-\rho\,\mu\odot w^{L-1}/\sqrt{L\sum_k\mu_k^2w_k^{2L-2}}`, integrated by scipy
-    (Radau, rtol 1e-12) on the clock :math:`ds=\lVert w\rVert^{L-2}d\tau` (the finite-τ pole
-    becomes growth in s), τ carried along, until max w = ``w_max``; changes of argmax w located
-    by brentq in s (16 samples per solver step, τ = 0 left out: a tie), returned in τ."""
-    mu = np.asarray(mu, dtype=float)
-
-    def f(s, y):
-        w = y[:-1]
-        top = mu * w ** (depth - 1)
-        dw = mu * (w - rho * top / np.sqrt(depth * np.sum(top**2))) ** (depth - 1)
-        return np.append(dw, 1.0) / np.linalg.norm(w) ** (depth - 2)
-
-    up = lambda s, y: np.max(y[:-1]) - w_max  # noqa: E731
-    up.terminal = True
-    sol = scipy.integrate.solve_ivp(
-        f, (0.0, 1e8), np.append(np.full(mu.size, alpha), 0.0), method="Radau", rtol=1e-12,
-        atol=1e-14 * alpha, dense_output=True, events=up,
-    )  # fmt: skip
-    if sol.status != 1:
-        raise RuntimeError(f"the reduced flow did not escape: {sol.message}")
-    frac = np.arange(16) / 16
-    ss = np.append((sol.t[:-1, None] + np.diff(sol.t)[:, None] * frac).ravel()[1:], sol.t[-1])
-    seq, s_times = _argmax_changes(lambda s: sol.sol(s)[:-1], ss, 1e-13 * sol.t[-1])
-    return seq, np.array([sol.sol(s)[-1] for s in s_times])
-
-
-def _reduced_alpha_c(mu, rho, lo, hi, rtol=1e-11):
-    r"""α_c of ℓ2-SAM, L = 2, on :func:`_reduction`, by bisection in [lo, hi]: a start escapes
-    when :math:`\lVert\mu\odot w\rVert` grows by :math:`e^{20}`, collapses when it falls by
-    :math:`e^{20}` (scipy, rtol 1e-13)."""
-    start = np.log(np.linalg.norm(mu))
-
-    def escapes(alpha):
-        f, growth = _reduction(mu, alpha, rho)
-        change = lambda t, y: np.log(np.linalg.norm(mu * np.exp(growth(t, y[0])))) - start  # noqa: E731
-        up = lambda t, y: change(t, y) - 20  # noqa: E731
-        down = lambda t, y: change(t, y) + 20  # noqa: E731
-        up.terminal = down.terminal = True
-        sol = scipy.integrate.solve_ivp(
-            f, (0, 1e4), [0.0], rtol=1e-13, atol=1e-15, events=[up, down]
-        )
-        if sol.status != 1:
-            raise RuntimeError(f"the reduction at alpha={alpha} decided nothing: {sol.message}")
-        return sol.t_events[0].size == 1
-
-    if escapes(lo) or not escapes(hi):
-        raise RuntimeError(f"the reduction does not change regime in [{lo}, {hi}]")
-    while hi / lo - 1 > rtol:
-        mid = np.sqrt(lo * hi)
-        lo, hi = (lo, mid) if escapes(mid) else (mid, hi)
-    return float(np.sqrt(lo * hi))
-
-
 def _alpha_c_row(mu, rho, rtol, reference=None, found=None):
     """α_c of ℓ2-SAM, L = 2 (:func:`critical_alpha`) against ``reference()`` (default: the
     scalar reduction bisected between the sympy bounds); the value found goes to ``found["c"]``."""
     bounds = l2sam_thresholds(mu, rho)
     if reference is None:
-        reference = lambda: _reduced_alpha_c(mu, rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
+        reference = lambda: _reference.l2sam_alpha_c(mu, rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
 
     def measure():
         b = critical_alpha(flows.L2SAM(rho), mu, rtol=rtol, full_output=True)
@@ -535,7 +443,9 @@ def _scale_row(mu, rho, lam, rtol, found, alpha_c=None, alpha_s=None):
     the values found at ρ (``found``, rays α = kρ)."""
     bounds = l2sam_thresholds(mu, lam * rho)
     if alpha_c is None:
-        alpha_c = lambda: _reduced_alpha_c(mu, lam * rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
+        alpha_c = lambda: _reference.l2sam_alpha_c(
+            mu, lam * rho, bounds.all_shrink, bounds.all_grow
+        )  # noqa: E731
     alpha_s = bounds.direct if alpha_s is None else alpha_s
 
     def measure():
@@ -559,10 +469,10 @@ def _scale_row(mu, rho, lam, rtol, found, alpha_c=None, alpha_s=None):
 
 def _sequence_row(mu, rho, a, a_c, reference=None):
     """The j† path of ℓ2-SAM, L = 2, from α = ``a`` (:func:`regime_path`) against
-    ``reference()`` (default: the scalar reduction, :func:`_reduced_sequence`)."""
+    ``reference()`` (default: the scalar reduction, :func:`analysis._reference.scalar_switches`)."""
     method = flows.L2SAM(rho)
     if reference is None:
-        reference = lambda: _reduced_sequence(mu, a, rho, 200.0)  # noqa: E731
+        reference = lambda: _reference.scalar_switches(mu, a, rho, 200.0)  # noqa: E731
 
     def measure():
         expected, times = reference()
@@ -605,7 +515,7 @@ def _plateau_row(mu, rho, a, height=_saddle_loss):
         )
         pl = loss_plateau(traj, band=1e-3)
         # the saddle's index: j† of the scalar reduction in the middle of the plateau
-        seq, times = _reduced_sequence(mu, a, rho, float(PLATEAU_GRID[-1]))
+        seq, times = _reference.scalar_switches(mu, a, rho, float(PLATEAU_GRID[-1]))
         j = seq[int(np.searchsorted(times, 0.5 * (pl.start + pl.end)))]
         predicted = height(mu[j], rho)
         text = (
@@ -746,11 +656,11 @@ def _odd_depth_row(mu, rho, depth):
 
 def _path_row(mu, rho, alpha, depth, reference=None):
     """The j† path of ℓ2-SAM at L >= 3 (:func:`regime_path`) against ``reference()`` (default:
-    the reduced flow in w, :func:`_reduced_depth_sequence`): the same sequence, ending on the
-    major coordinate, and the same switch times."""
+    the reduced flow in w, :func:`analysis._reference.l2sam_switches`, to max w = 1e6): the same
+    sequence, ending on the major coordinate, and the same switch times."""
     mu = np.asarray(mu, dtype=float)
     if reference is None:
-        reference = lambda: _reduced_depth_sequence(mu, alpha, rho, depth)  # noqa: E731
+        reference = lambda: _reference.l2sam_switches(mu, alpha, rho, depth, w_max=1e6)  # noqa: E731
 
     def measure():
         expected, times = reference()

@@ -124,7 +124,7 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
             )
 
             def one(X, y, th, method=method):
-                tr = flows.iterate(
+                return flows.iterate(
                     method,
                     flows.Dataset(X, y),
                     th,
@@ -132,9 +132,9 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
                     steps=config.steps,
                     every=config.every,
                 )
-                return tr.thetas, tr.loss
 
-            thetas, loss = jax.vmap(one)(X2, Y, theta0)
+            runs = jax.vmap(one)(X2, Y, theta0)  # one Trajectory, batched over the seeds
+            thetas, loss = runs.thetas, runs.loss
             beta = np.asarray(flows.beta(thetas))  # (S, T, 2d)
             be = beta[..., :d] - beta[..., d:]
             mag = np.abs(be)
@@ -149,7 +149,7 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
             out["dominant_rank"][a, b] = np.take_along_axis(ranks, lead, axis=1)
             out["cos_l1"][a, b] = np.stack([_cos(be[s], mm1[s]) for s in range(len(config.seeds))])
             out["cos_l2"][a, b] = np.stack([_cos(be[s], mm2[s]) for s in range(len(config.seeds))])
-            out["radius"][a, b] = _radius(method, name, thetas, X2, Y, config)
+            out["radius"][a, b] = _radius(method, name, runs, X2, Y)
             if progress is not None:
                 progress(f"diagonal {name} L={depth}: final loss {np.nanmean(loss[:, -1]):.2e}")
     coords = {
@@ -175,19 +175,16 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
     return ds
 
 
-def _radius(method, name, thetas, X2, Y, config):
-    """LE-SAM's ρ_t = min(σ(t)/(‖∇L‖+ϱ), ρ_max) at the saved iterates; the radius otherwise."""
-    S, T = thetas.shape[:2]
+def _radius(method, name, runs, X2, Y):
+    """The perturbation radius at the saved iterates of each seed's run (``runs``: their
+    Trajectory, batched over the seeds): LE-SAM's ρ_t by :func:`analysis.lesam_radius`, ρ for
+    ℓ2-SAM and ℓ∞-SAM, 0 for GD."""
+    S, T = runs.thetas.shape[:2]
     if name == "GD":
         return np.zeros((S, T))
     if name != "LE-SAM":
         return np.full((S, T), float(method.rho))
-    ts = jnp.arange(T) * config.every * config.lr
-
-    def norm(X, y, th):
-        data = flows.Dataset(X, y)
-        return jnp.linalg.norm(jax.grad(lambda t: flows.objective(t, data))(th))
-
-    g = jax.vmap(lambda X, y, ths: jax.vmap(lambda th: norm(X, y, th))(ths))(X2, Y, thetas)
-    sig = jax.vmap(method.sigma_at)(ts)
-    return np.asarray(jnp.minimum(sig[None, :] / (g + method.eps), method.rho_max))
+    seed = lambda s: jax.tree.map(lambda x: x[s], runs)  # noqa: E731
+    return np.stack(
+        [analysis.lesam_radius(seed(s), flows.Dataset(X2[s], Y[s]), method).rho for s in range(S)]
+    )

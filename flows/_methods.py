@@ -323,13 +323,6 @@ class LESAM(AbstractMethod):
         """True for a schedule σ(t)."""
         return callable(self.sigma)
 
-    def sigma_at(self, t):
-        """The loss budget σ(t); NaN where a schedule is negative (no budget is defined there)."""
-        if not callable(self.sigma):
-            return self.sigma
-        value = jnp.asarray(self.sigma(t), dtype=jnp.float64)
-        return jnp.where(value >= 0, value, jnp.nan)
-
     def rule_sigma(self, t):
         r"""The budget the rule reads, :math:`\max(\sigma(t),0)` (NaN stays NaN).
 

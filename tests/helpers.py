@@ -1,9 +1,11 @@
 """Shared test fixtures: the list of all methods, datasets, and an independent numpy SAM.
 
+The reduced-ODE references (scipy on hand-written fields) are in analysis._reference, shared
+with ``python -m analysis check``.
+
 Adding a method means adding one line to ``all_methods``.
 """
 
-import functools
 import types
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import scipy.integrate
 import scipy.special
 
 import flows
+from analysis import _reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,14 +61,15 @@ def lesam_schedule_l2(mu, alpha, rho_max, sigma, *, t_max, w_max=1e3, collapse=1
 
 def annealed_switches(mu, alpha, rho_max, sigma, t_off):
     r"""(sequence, switch times τ) of j† for :func:`lesam_schedule_l2` with a schedule that is 0
-    from the real time ``t_off`` on: scipy until t = t_off (changes by :func:`argmax_changes`),
-    then GD's flow, :math:`w_j(\tau)=w_j(\tau_0)e^{\mu_j(\tau-\tau_0)}`, whose overtakes of the
-    leader are closed forms, until argmax μ leads."""
+    from the real time ``t_off`` on: scipy until t = t_off (changes by
+    :func:`analysis._reference.dense_argmax_changes`), then GD's flow,
+    :math:`w_j(\tau)=w_j(\tau_0)e^{\mu_j(\tau-\tau_0)}`, whose overtakes of the leader are
+    closed forms, until argmax μ leads."""
     mu = np.asarray(mu, dtype=float)
     sol = lesam_schedule_l2(mu, alpha, rho_max, sigma, t_max=1e3, t_stop=t_off)
     assert sol.status == 1 and sol.t_events[2].size == 1  # it reached t = t_off
     w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
-    sequence, times = argmax_changes(w_part)
+    sequence, times = _reference.dense_argmax_changes(w_part)
     times, tau0, w = list(times), sol.t[-1], sol.y[:-1, -1]
     while sequence[-1] != np.argmax(mu):  # the earliest overtake of the leader a
         a = sequence[-1]
@@ -155,96 +159,6 @@ def numpy_iterate(method, data, theta0, lr, steps):
     return np.array(thetas)
 
 
-def reduced_l2sam_field(mu, rho, depth):
-    r"""f(τ, w) of the balanced single-example ℓ2-SAM rescaled flow in w alone (docs/theory.md §8):
-    dw_j/dτ = μ_j ŵ_j^{L-1}, ŵ = w − ρ μ⊙w^{L−1}/√(L Σ_k μ_k² w_k^{2L−2})."""
-    mu = np.asarray(mu, dtype=float)
-
-    def f(t, w):
-        n = np.sqrt(depth * np.sum(mu**2 * w ** (2 * depth - 2)))
-        return mu * (w - rho * mu * w ** (depth - 1) / n) ** (depth - 1)
-
-    return f
-
-
-def reduced_l2sam(mu, alpha, rho, depth, t_max, *, w_max=1e3, w_min=None):
-    r"""An independent reference: :func:`reduced_l2sam_field` solved with scipy's Radau
-    (rtol 1e-12) until τ = t_max, max w = w_max (escape) or max w = w_min (collapse).
-    Returns the OdeSolution-bearing result (dense output).
-    """
-    mu = np.asarray(mu, dtype=float)
-    f = reduced_l2sam_field(mu, rho, depth)
-    events = []
-    up = lambda t, w: np.max(w) - w_max  # noqa: E731
-    up.terminal = True
-    events.append(up)
-    if w_min is not None:
-        down = lambda t, w: np.max(w) - w_min  # noqa: E731
-        down.terminal = True
-        events.append(down)
-    w0 = np.broadcast_to(np.asarray(alpha, dtype=float), mu.shape).copy()
-    return scipy.integrate.solve_ivp(
-        f,
-        (0.0, t_max),
-        w0,
-        method="Radau",
-        rtol=1e-12,
-        atol=1e-14 * np.max(w0),
-        dense_output=True,
-        events=events,
-    )
-
-
-def argmax_changes(sol, per_step=16):
-    """(sequence, times) of argmax_j w_j(τ) on a dense scipy solution, changes by brentq.
-
-    Sampled ``per_step`` times in each of the solver's own steps (late switches crowd into
-    the last steps before a blow-up), excluding τ = 0 (a tie for a uniform start).
-    """
-    import scipy.optimize
-
-    t_end = sol.t[-1]
-    frac = np.arange(per_step) / per_step
-    ts = np.append((sol.t[:-1, None] + np.diff(sol.t)[:, None] * frac).ravel()[1:], t_end)
-    js = np.argmax(sol.sol(ts), axis=0)
-    seq, times = [int(js[0])], []
-    for k in np.flatnonzero(js[1:] != js[:-1]):
-        a, b = int(js[k]), int(js[k + 1])
-        h = lambda t, a=a, b=b: sol.sol(t)[b] - sol.sol(t)[a]  # noqa: E731
-        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=1e-13 * t_end))
-        seq.append(b)
-    return seq, np.array(times)
-
-
-def reduced_l2sam_switches(mu, alpha, rho, depth):
-    """(sequence, switch times τ) of j† on the reduced ℓ2-SAM flow (:func:`reduced_l2sam_field`)
-    from the uniform start ``alpha`` until it escapes, by :func:`argmax_changes`.
-
-    Integrated on the clock ds = ‖w‖^{L−2} dτ (docs/theory.md §5), τ carried along: it turns the
-    finite-τ blow-up at L >= 3 into growth without a pole, so scipy reaches w = 1e6 at every
-    depth (in τ directly, Radau stops short at L = 6 and 8: "step size less than spacing
-    between numbers"). L = 2 (s = τ) grows exponentially and is followed to w = 1e100, for the
-    last, GD-like switches.
-    """
-    mu = np.asarray(mu, dtype=float)
-    field, w_max = reduced_l2sam_field(mu, rho, depth), 1e100 if depth == 2 else 1e6
-
-    def f(s, y):
-        return np.append(field(s, y[:-1]), 1.0) / np.linalg.norm(y[:-1]) ** (depth - 2)
-
-    up = lambda s, y: np.max(y[:-1]) - w_max  # noqa: E731
-    up.terminal = True
-    y0 = np.append(np.full(mu.size, float(alpha)), 0.0)
-    sol = scipy.integrate.solve_ivp(
-        f, (0.0, 1e8), y0, method="Radau", rtol=1e-12, atol=1e-14 * alpha, dense_output=True,
-        events=up,
-    )  # fmt: skip
-    assert sol.status == 1 and sol.t_events[0].size == 1, sol.message  # it escaped
-    w_part = types.SimpleNamespace(t=sol.t, sol=lambda s: np.asarray(sol.sol(s))[:-1])
-    seq, s_times = argmax_changes(w_part)
-    return seq, np.array([sol.sol(x)[-1] for x in s_times])
-
-
 def l2sam_limit(mu, alpha, rho, depth):
     """The regime name and limit index of balanced ℓ2-SAM at odd ``depth`` >= 3 from the start
     w(0) = ``alpha`` (one entry per coordinate, each > ρ/√L, so that the run escapes), as
@@ -252,45 +166,19 @@ def l2sam_limit(mu, alpha, rho, depth):
 
     The limit is the first coordinate to blow up, argmax_j μ_j α_j^{L−2}: the order of the
     q_j = μ_j w_j^{L−2} never changes (docs/theory.md §10), and the reduced flow
-    (:func:`reduced_l2sam`) must end on it too. ``minor`` when it is not argmax μ; otherwise
+    (:func:`analysis._reference.l2sam_flow`) must end on it too. ``minor`` when it is not
+    argmax μ; otherwise
     ``direct`` when j†(0⁺) of the reduced flow (ties at τ = 0 broken by the growth that follows)
     is already argmax μ, else ``sequential``.
     """
     mu, alpha = np.asarray(mu, dtype=float), np.asarray(alpha, dtype=float)
     leader = int(np.argmax(mu * alpha ** (depth - 2)))
-    sol = reduced_l2sam(mu, alpha, rho, depth, t_max=1e6)
+    sol = _reference.l2sam_flow(mu, alpha, rho, depth, t_max=1e6)
     assert sol.status == 1 and int(np.argmax(sol.y[:, -1])) == leader, (alpha, sol.message)
     if leader != int(np.argmax(mu)):
         return "minor", leader
-    first = argmax_changes(sol)[0][0]
+    first = _reference.dense_argmax_changes(sol)[0][0]
     return ("direct" if first == leader else "sequential"), leader
-
-
-@functools.cache
-def reduced_l2sam_alpha_c(rho=1.0, mu=(1.0, 2.0, 3.0, 4.0, 5.0)):
-    """ℓ2-SAM's α_c at L = 2 (single example μ, balanced uniform start) of the scalar reduction
-    (docs/theory.md §9), by bisection, between the hand bounds of docs/theory.md §9 (all
-    coordinates shrink from the start for α‖μ‖ ≤ ρμ_1/√2, all grow for α‖μ‖ ≥ ρμ_d/√2)."""
-    mu = np.array(mu)
-    c = rho / np.sqrt(2.0)
-
-    def collapses(alpha):
-        def f(t, y):
-            lw = np.log(mu * alpha) + mu * t - c * mu**2 * y[0]
-            top = np.max(lw)
-            return [np.exp(-top) / np.sqrt(np.sum(np.exp(2 * (lw - top))))]
-
-        sol = scipy.integrate.solve_ivp(
-            f, (0, 80.0), [0.0], method="DOP853", rtol=1e-13, atol=1e-15
-        )
-        return np.max(mu * sol.t[-1] - c * mu**2 * sol.y[0, -1]) < -10
-
-    lo, hi = c * mu[0] / np.linalg.norm(mu), c * mu[-1] / np.linalg.norm(mu)
-    assert collapses(lo) and not collapses(hi)
-    while hi - lo > 1e-11 * lo:
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if collapses(mid) else (lo, mid)
-    return 0.5 * (lo + hi)
 
 
 # Solves share one saving-grid size and one set of static options wherever possible, so
@@ -320,41 +208,6 @@ def l2sam_d1(alpha, t1, mu=2.0, rho=1.0):
         ts=grid(t1),
         dense=True,
     )
-
-
-def reduced_linf_escape_times(mu, alpha, rho, depth, *, w_max=1e5, t_max=1e9):
-    r"""An independent reference for exact ℓ∞-SAM from a start balanced across layers.
-
-    docs/theory.md §11: the coordinates decouple, dw_j/dτ = μ_j (w_j − ρ)^{L−1} while w_j > 0. Each
-    scalar ODE is solved with scipy's DOP853 (rtol 1e-12) until w_j = w_max (returned: the time
-    it gets there, near its blow-up at L >= 3; or the time where the step falls below the
-    resolution of τ on the way, if that comes first), w_j = 0 (it dies; inf) or τ = t_max (inf).
-    The first coordinate to reach w_max is the limit direction of the run.
-    """
-    import scipy.integrate
-
-    times = []
-    for m, a in zip(np.asarray(mu, float), np.asarray(alpha, float), strict=True):
-        up = lambda t, w: w[0] - w_max  # noqa: E731
-        up.terminal = True
-        dead = lambda t, w: w[0]  # noqa: E731
-        dead.terminal = True
-        sol = scipy.integrate.solve_ivp(
-            lambda t, w, m=m: [m * (w[0] - rho) ** (depth - 1)],
-            (0.0, t_max),
-            [a],
-            method="DOP853",
-            rtol=1e-12,
-            atol=1e-14,
-            events=[up, dead],
-        )
-        if sol.t_events[0].size:
-            times.append(sol.t_events[0][0])
-        elif sol.status == -1 and sol.y[0, -1] > 10 * max(a, rho):
-            times.append(sol.t[-1])  # the step fell below the resolution of τ: the blow-up
-        else:
-            times.append(np.inf)
-    return np.array(times)
 
 
 def quick_data(quick_figures, names):

@@ -12,8 +12,8 @@ import pytest
 
 import analysis
 import flows
-from analysis import _boundary
-from tests.helpers import cosine_sigma, lesam_schedule_l2, reduced_l2sam, reduced_l2sam_alpha_c
+from analysis import _boundary, _reference
+from tests.helpers import cosine_sigma, lesam_schedule_l2
 
 MU = [1.0, 2.0, 3.0, 4.0, 5.0]
 SQ2 = np.sqrt(2.0)
@@ -52,7 +52,7 @@ def test_critical_alpha_is_the_reduced_flows_and_scale_invariant():
     n = np.linalg.norm(MU)
     assert 1 / (SQ2 * n) < b.bracket[0] < b.bracket[1] < 5 / (SQ2 * n)  # all shrink / all grow
     # the scalar reduction's α_c (scipy, bisected to 1e-11), to the search's rtol 1e-8, twice
-    assert abs(b.alpha / reduced_l2sam_alpha_c() - 1) <= 2e-8
+    assert abs(b.alpha / _reference.l2sam_alpha_c() - 1) <= 2e-8
     scaled = analysis.critical_alpha(flows.L2SAM(2.5), MU)
     assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
 
@@ -67,7 +67,7 @@ def test_critical_alpha_of_the_scale_twins(lam):
     assert got.exists
     assert 1 / (SQ2 * n) < got.bracket[0] / lam < got.bracket[1] / lam < 5 / (SQ2 * n)
     assert abs(got.alpha / lam / ref - 1) <= 2e-8  # the search's rtol = 1e-8, twice
-    assert abs(got.alpha / lam / reduced_l2sam_alpha_c() - 1) <= 2e-8  # and the reduction's
+    assert abs(got.alpha / lam / _reference.l2sam_alpha_c() - 1) <= 2e-8  # and the reduction's
 
 
 def test_direct_alpha_matches_hand_formula():
@@ -82,8 +82,8 @@ def test_critical_alpha_depth4_separates_the_reduced_flow():
     b = analysis.critical_alpha(flows.L2SAM(1.0), MU, depth=4, full_output=True)
     assert b.exists and b.bracket[1] - b.bracket[0] <= 1e-8 * b.bracket[0]
     lo, hi = b.value * (1 - 1e-4), b.value * (1 + 1e-4)
-    down = reduced_l2sam(MU, lo, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * lo)
-    up = reduced_l2sam(MU, hi, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * hi)
+    down = _reference.l2sam_flow(MU, lo, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * lo)
+    up = _reference.l2sam_flow(MU, hi, 1.0, 4, 1e12, w_max=1.0, w_min=1e-3 * hi)
     assert len(down.t_events[1]) == 1 and len(up.t_events[0]) == 1
 
 
@@ -168,7 +168,7 @@ def test_bisection_at_float64_resolution_ends_on_adjacent_floats():
     """rtol = 2^-52 (any scalar form) ends: within a float64 ulp of the scipy reduction's α_c,
     or, where rounding decides the runs next to α_c (their flags then alternate), with the
     error that names `bracket` (not a loop on two adjacent floats)."""
-    ref = reduced_l2sam_alpha_c()  # scipy, bisected to 1e-11
+    ref = _reference.l2sam_alpha_c()  # scipy, bisected to 1e-11
     try:
         b = analysis.critical_alpha(
             flows.L2SAM(1.0), MU, bracket=(ref * (1 - 1e-9), ref * (1 + 1e-9)),
@@ -206,7 +206,7 @@ def test_per_layer_l2sam_alpha_c_is_global_l2sam_at_root_two_rho():
     # perturbation ρ g_l/‖g_l‖ is global ℓ2-SAM's at √2 ρ; α_c = √2 ρ k_c (the reduction's k_c),
     # to the search's rtol 1e-6, twice. Also inside the hand bounds ρμ_min/‖μ‖, ρμ_max/‖μ‖.
     b = analysis.critical_alpha(flows.L2SAM(0.3, per_layer=True), MU, rtol=1e-6, full_output=True)
-    assert abs(b.alpha / (SQ2 * 0.3 * reduced_l2sam_alpha_c()) - 1) <= 2e-6
+    assert abs(b.alpha / (SQ2 * 0.3 * _reference.l2sam_alpha_c()) - 1) <= 2e-6
     n = np.linalg.norm(MU)
     assert 0.3 * 1 / n < b.bracket[0] < b.bracket[1] < 0.3 * 5 / n
 
@@ -215,7 +215,7 @@ def test_capped_lesam_is_l2sam_at_rho_max():
     # LE-SAM with σ/ρ_max far above ‖g‖ near the boundary keeps the cap: ρ_t = ρ_max, i.e. it is
     # ℓ2-SAM(ρ_max) exactly; by scale invariance its α_c is ρ_max times ℓ2-SAM's α_c at ρ = 1.
     lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, rtol=1e-8)
-    assert abs(lesam / (0.2 * reduced_l2sam_alpha_c()) - 1) <= 3e-8  # the reduction's k_c
+    assert abs(lesam / (0.2 * _reference.l2sam_alpha_c()) - 1) <= 3e-8  # the reduction's k_c
 
 
 def _collapses_under(sigma, alpha, rho_max=0.3, mu=(1.0, 2.0, 3.0)):

@@ -11,8 +11,8 @@ import pytest
 
 import analysis
 import flows
+from analysis import _reference
 from analysis._certify import invariant_leader, keeps_invariant_order, time_scale, trapped
-from tests.helpers import reduced_l2sam, reduced_linf_escape_times
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 
@@ -28,7 +28,7 @@ def test_settled_states_stay_settled_on_the_reduced_flow(depth):
         if not settled:
             continue
         assert escaped
-        sol = reduced_l2sam(MU, w, 1.0, depth, 50.0, w_max=1e4 * w.max())
+        sol = _reference.l2sam_flow(MU, w, 1.0, depth, 50.0, w_max=1e4 * w.max())
         ts = np.linspace(sol.t[0], sol.t[-1], 2001)
         assert np.all(np.argmax(sol.sol(ts), axis=0) == leader)
         checked += 1
@@ -43,7 +43,7 @@ def test_certificate_is_not_granted_to_a_leader_that_loses():
     theta = np.tile([3.0, 1.0], (2, 1))
     escaped, leader, settled = analysis.certificate(theta, mu, 0.1)
     assert bool(escaped) and int(leader) == 0 and not bool(settled)
-    sol = reduced_l2sam(mu, [3.0, 1.0], 0.1, 2, 20.0, w_max=1e6)
+    sol = _reference.l2sam_flow(mu, [3.0, 1.0], 0.1, 2, 20.0, w_max=1e6)
     assert np.argmax(sol.y[:, -1]) == 1
 
 
@@ -228,11 +228,11 @@ def test_linf_tie_is_where_the_reduced_flows_blow_up_together(depth):
     w_max = {3: 1e11, 4: 1e6, 5: 1e4}[depth]
     for a1 in (1.5, 3.0):
         a2 = float(analysis.linf_tie(m, mu, a1, depth))
-        times = reduced_linf_escape_times(mu, [a1, a2], rho, depth, w_max=w_max)
+        times = _reference.linf_escape_times(mu, [a1, a2], rho, depth, w_max=w_max)
         np.testing.assert_allclose(times[0], times[1], rtol=1e-8)
         for side, winner in ((0.99, 0), (1.01, 1)):  # α_2 just below / above the curve
             a = [a1, rho + side * (a2 - rho)]
-            times = reduced_linf_escape_times(mu, a, rho, depth, w_max=w_max)
+            times = _reference.linf_escape_times(mu, a, rho, depth, w_max=w_max)
             assert int(np.argmin(times)) == winner
             assert analysis.limit_leader(m, mu, a, depth) == winner
 

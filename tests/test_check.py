@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 import flows
-from analysis import _check
+from analysis import _check, _reference
 from analysis.__main__ import main as analysis_main
 from analysis._boundary import Boundary
 from analysis._bounds import l2sam_thresholds
-from tests.helpers import reduced_l2sam_alpha_c, reduced_l2sam_switches
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 MU4 = [1.0, 2.0, 3.0, 4.0]
@@ -116,7 +115,7 @@ def test_l1_single_row_fails_on_a_wrong_prediction(full):
 
 
 def test_alpha_c_row_fails_on_a_wrong_prediction(full):
-    wrong = reduced_l2sam_alpha_c() * (1 + 1e-5)  # off by 5 times the tolerance 2e-6
+    wrong = _reference.l2sam_alpha_c() * (1 + 1e-5)  # off by 5 times the tolerance 2e-6
     _fails(_check._alpha_c_row(MU, 1.0, 1e-6, reference=lambda: wrong))
 
 
@@ -134,7 +133,7 @@ def test_regimes_row_fails_on_a_wrong_prediction(full):
 def test_scale_row_fails_on_a_wrong_prediction(full):
     """Against the reduction's α_c at λρ = 3 (rays: 3 k_c) and the sympy α_s at 3: each wrong
     by 1e-5 (5 times the tolerance) is a FAIL (the full report has the right pair's PASS)."""
-    k_c, k_s = reduced_l2sam_alpha_c(), l2sam_thresholds(MU, 1.0).direct
+    k_c, k_s = _reference.l2sam_alpha_c(), l2sam_thresholds(MU, 1.0).direct
     found = {"c": k_c, "s": k_s}
     wrong_c = lambda: 3 * k_c * (1 + 1e-5)  # noqa: E731
     _fails(_check._scale_row(MU, 1.0, 3.0, 1e-6, found, alpha_c=wrong_c, alpha_s=3 * k_s))
@@ -143,15 +142,15 @@ def test_scale_row_fails_on_a_wrong_prediction(full):
 
 
 def test_sequence_row_fails_on_a_wrong_prediction(full):
-    a_c = reduced_l2sam_alpha_c()
-    seq, times = _check._reduced_sequence(MU, 2 * a_c, 1.0, 200.0)
+    a_c = _reference.l2sam_alpha_c()
+    seq, times = _reference.scalar_switches(MU, 2 * a_c, 1.0, 200.0)
     late = lambda: (seq, times * (1 + 1e-5))  # noqa: E731
     _fails(_check._sequence_row(MU, 1.0, 2 * a_c, a_c, reference=late))
 
 
 def test_plateau_row_fails_on_a_wrong_prediction(full):
     wrong = lambda mu_j, rho: float(np.log1p(np.exp(-mu_j * rho**2)))  # beta_j = rho^2  # noqa: E731
-    _fails(_check._plateau_row(MU, 1.0, reduced_l2sam_alpha_c() * (1 + 1e-6), height=wrong))
+    _fails(_check._plateau_row(MU, 1.0, _reference.l2sam_alpha_c() * (1 + 1e-6), height=wrong))
 
 
 def test_odd_depth_row_fails_where_weights_decrease(full):
@@ -169,10 +168,10 @@ def test_odd_depth_row_fails_on_a_failed_search(full, monkeypatch):
 
 
 def test_path_rows_against_the_tests_reference(full):
-    """The L = 3, 4 path rows against tests.helpers.reduced_l2sam_switches (scipy on the
+    """The L = 3, 4 path rows against analysis._reference.l2sam_switches (scipy on the
     reduced flow, written apart from analysis._check): PASS; its times 1e-5 late: FAIL."""
     for depth in (3, 4):
-        seq, times = reduced_l2sam_switches(MU, 0.5, 1.0, depth)
+        seq, times = _reference.l2sam_switches(MU, 0.5, 1.0, depth)
         row = _check._path_row(MU, 1.0, 0.5, depth, reference=lambda s=seq, t=times: (s, t))
         assert row.result == "PASS", row
         late = lambda s=seq, t=times: (s, t * (1 + 1e-5))  # noqa: E731

@@ -12,8 +12,8 @@ import scipy.integrate
 
 import analysis
 import flows
+from analysis import _reference
 from flows._validate import WrongTypeError
-from tests.helpers import reduced_l2sam_field
 
 
 def _solve(method, mu, alpha, depth, **kw):
@@ -90,7 +90,7 @@ def _reduced_to_norm_event(mu, alpha, rho, depth, t_max):
 
     up.terminal = down.terminal = True
     return scipy.integrate.solve_ivp(
-        reduced_l2sam_field(mu, rho, depth),
+        _reference.l2sam_field(mu, rho, depth),
         (0.0, t_max),
         w0,
         method="Radau",

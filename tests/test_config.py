@@ -185,7 +185,7 @@ def test_a_sweep_sets_the_cache_folder_only_where_none_is_chosen(tmp_path, case)
 
 def test_the_compilation_cache_is_configured_in_one_place():
     """Issue 13: no module of flows, analysis or figures but flows/_config.py sets JAX's
-    compilation-cache options (benchmarks/compile.py measures the cache with its own)."""
+    compilation-cache options (`benchmarks/cold_start.py cache` measures the cache with its own)."""
     setters = sorted(
         os.path.relpath(path, ROOT)
         for package in ("flows", "analysis", "figures")

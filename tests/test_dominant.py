@@ -9,7 +9,8 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import N_SAVE, argmax_changes, gd_rescaled, grid, l2sam_d1, reduced_l2sam
+from analysis import _reference
+from tests.helpers import N_SAVE, gd_rescaled, grid, l2sam_d1
 
 SQ2 = np.sqrt(2.0)
 
@@ -67,7 +68,7 @@ def test_dominant_index_tie_rule_and_unreached():
 def test_fastest_growing_index_closed_form_l2sam():
     # docs/theory.md §9, ℓ2-SAM, L = 2, balanced: d log β_j / dτ = 2 d log w_j / dτ
     #   r_j(τ) = 2 μ_j (1 - ρ μ_j / (√2 ‖μ ⊙ w(τ)‖)),
-    # with w(τ) from scipy's Radau on the reduced flow (tests.helpers.reduced_l2sam), not from
+    # with w(τ) from scipy's Radau on the reduced flow (analysis._reference.l2sam_flow), not from
     # the trajectory. Its argmax moves from minor to major as ‖μ ⊙ w‖ grows (τ ≲ 0.4 here), so
     # a constant answer (e.g. the one at t = 0) fails for α = 0.3, 0.5 and 0.7.
     mu, rho, t1 = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), 1.0, 1.0
@@ -84,7 +85,7 @@ def test_fastest_growing_index_closed_form_l2sam():
         traj = p.solve()
         assert traj.status_name == "ok"  # every saved time is reached (α = 0.3 collapses later)
         ts = np.asarray(traj.ts)
-        ref = reduced_l2sam(mu, a, rho, 2, t1, w_max=1e300)
+        ref = _reference.l2sam_flow(mu, a, rho, 2, t1, w_max=1e300)
         assert ref.status == 0  # reached t1, no event
         norm = np.linalg.norm(mu[:, None] * ref.sol(ts), axis=0)
         r = 2 * mu[:, None] * (1 - rho * mu[:, None] / (SQ2 * norm))  # (d, T)
@@ -154,7 +155,9 @@ def test_switch_times_tie_at_zero_problem_and_trajectory_agree():
     # Independent reference: argmax_j w_j (the same order as |β_j| = w_j² here) of scipy's
     # Radau on the reduced flow (rtol 1e-12), changes by brentq (xtol 1e-13 t_end), for the
     # same μ, α = 0.6, ρ = 1, L = 2; no escape event before t1 = 50 (w ≲ e^{250} < 1e300).
-    ref_seq, ref_times = argmax_changes(reduced_l2sam(mu, a, rho, 2, 50.0, w_max=1e300))
+    ref_seq, ref_times = _reference.dense_argmax_changes(
+        _reference.l2sam_flow(mu, a, rho, 2, 50.0, w_max=1e300)
+    )
     assert s1.sequence == ref_seq  # [2, 3, 4]: minor first, major last
     # The run has rtol 1e-8 (flows.solve's default), the reference 1e-12: the crossing times
     # agree to the run's global error, a few 1e-8 relative (2e-8 measured); 1e-7 bounds it.

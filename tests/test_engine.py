@@ -7,8 +7,9 @@ import pytest
 import scipy.optimize
 
 import flows
+from analysis import _reference
 from flows import _engine, _rules
-from tests.helpers import numpy_perturbation, reduced_l2sam, separable_data
+from tests.helpers import numpy_perturbation, separable_data
 
 
 def engine_methods():
@@ -108,9 +109,9 @@ def test_field_matches_an_independent_numpy_rule(name):
 @pytest.mark.parametrize("depth", range(1, 9))
 def test_balanced_l2sam_follows_the_reduced_flow(depth):
     """A balanced ℓ2-SAM start stays balanced: θ(τ) against the reduced ODE in w alone,
-    solved by scipy's Radau (tests.helpers.reduced_l2sam), at every depth."""
+    solved by scipy's Radau (analysis._reference.l2sam_flow), at every depth."""
     mu, alpha, rho = np.array([1.0, 2.0, 3.0]), 0.5, 0.3
-    ref = reduced_l2sam(mu, alpha, rho, depth, 50.0, w_max=1e2)
+    ref = _reference.l2sam_flow(mu, alpha, rho, depth, 50.0, w_max=1e2)
     t1 = 0.9 * ref.t[-1]
     ts = np.linspace(0.0, t1, 17)
     traj = flows.solve_many(

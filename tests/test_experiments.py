@@ -13,7 +13,10 @@ import pytest
 import xarray as xr
 
 import experiments
+import flows
+from experiments import _diagonal
 from experiments._cnn import CNN, L2, LESAM, LINF, sam_step
+from tests.helpers import numpy_logistic_grad, numpy_perturbation
 
 # --- Grad-CAM and saliency ------------------------------------------------------
 
@@ -76,6 +79,43 @@ def test_minor_share_and_bad_input():
     assert share[0] == pytest.approx(0.25) and np.isnan(share[1])
     with pytest.raises(ValueError, match="features"):
         experiments.gradcam(lambda x: x[0], lambda a: a.sum(0), jnp.ones((2, 3, 3)), 0)
+
+
+# --- the diagonal-network experiment -------------------------------------------------
+
+
+def test_diagonal_radius_is_the_numpy_rule_at_every_saved_iterate():
+    """The experiment's `radius` of a batch of LE-SAM runs (one per seed, a cosine schedule on
+    the real clock t = kη) is ‖ε‖ of the numpy perturbation rule at each saved iterate and time;
+    ρ itself for ℓ2-SAM, 0 for GD."""
+    rng = np.random.default_rng(0)
+    X2 = rng.standard_normal((2, 6, 4))
+    Y = np.where(rng.random((2, 6)) < 0.5, -1.0, 1.0)
+    method = flows.LESAM(lambda t: 0.05 * 0.5 * (1 + jnp.cos(jnp.pi * t / 2.0)), 0.3)
+    theta0 = jnp.full((2, 2, 4), 0.3)
+
+    def one(X, y, th):
+        return flows.iterate(method, flows.Dataset(X, y), th, lr=0.1, steps=20, every=5)
+
+    runs = jax.vmap(one)(jnp.asarray(X2), jnp.asarray(Y), theta0)
+    got = _diagonal._radius(method, "LE-SAM", runs, X2, Y)
+    thetas, ts = np.asarray(runs.thetas), np.arange(5) * 0.5
+    want = [
+        [
+            np.linalg.norm(
+                numpy_perturbation(
+                    method, numpy_logistic_grad(thetas[s, k], flows.Dataset(X2[s], Y[s])), t=t
+                )
+            )
+            for k, t in enumerate(ts)
+        ]
+        for s in range(2)
+    ]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    capped = np.isclose(got, 0.3, rtol=1e-12, atol=0)
+    assert capped.any() and (~capped & (got > 0)).any()  # both branches of the rule occur
+    assert np.all(_diagonal._radius(flows.L2SAM(0.4), "ℓ2-SAM", runs, X2, Y) == 0.4)
+    assert np.all(_diagonal._radius(flows.GD(), "GD", runs, X2, Y) == 0.0)
 
 
 # --- curvature --------------------------------------------------------------------

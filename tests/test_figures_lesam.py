@@ -4,7 +4,7 @@ to the regime boundaries, and each statement of its README caption holds.
 Independent sources: ℓ2-SAM(ρ_max) classified on its own (the large-σ limit of LE-SAM,
 docs/theory.md §5: the cap binds wherever ‖∇L‖ < σ/ρ_max), with its α_c from the scalar reduction
 of docs/theory.md §9
-(tests.helpers.reduced_l2sam_alpha_c) and its α_direct in closed form (:func:`_l2_direct`); the
+(analysis._reference.l2sam_alpha_c) and its α_direct in closed form (:func:`_l2_direct`); the
 small-σ scaling of the uncapped flow: with ℓ' ≈ -1/2 (margins ≪ 1) the rescaled flow
 dw/dτ = μ⊙ŵ, ŵ = w − σ μ⊙w / (2|ℓ'| ‖μ⊙w‖²), is invariant under (w, σ) → (λw, λ²σ), so both
 boundaries obey α ∝ √σ as σ → 0 (constants by a scipy bisection of that flow,
@@ -23,14 +23,9 @@ import scipy.special
 
 import analysis
 import flows
+from analysis import _reference
 from figures import _lesam
-from tests.helpers import (
-    gallery_caption,
-    numpy_perturbation,
-    published_data,
-    quick_data,
-    reduced_l2sam_alpha_c,
-)
+from tests.helpers import gallery_caption, numpy_perturbation, published_data, quick_data
 
 MU = _lesam.MU
 REGIMES = analysis.REGIMES
@@ -60,7 +55,7 @@ def _l2_direct(rho):
 
 def _l2_alpha_c(rho):
     """ℓ2-SAM's α_c at L = 2 on MU: the scalar reduction at ρ = 1, times ρ (α_c = k_c ρ)."""
-    return rho * reduced_l2sam_alpha_c(mu=tuple(float(m) for m in MU))
+    return rho * _reference.l2sam_alpha_c(mu=tuple(float(m) for m in MU))
 
 
 def test_writes_pdf_and_png(quick):

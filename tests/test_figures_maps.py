@@ -17,14 +17,9 @@ import scipy.optimize
 
 import analysis
 import flows
+from analysis import _reference
 from figures import _maps
-from tests.helpers import (
-    gallery_caption,
-    published_data,
-    quick_data,
-    reduced_l2sam_alpha_c,
-    reduced_l2sam_switches,
-)
+from tests.helpers import gallery_caption, published_data, quick_data
 
 MU = np.arange(1.0, 6.0)
 NAMES = ("regime_map", "minor_first", "depth")
@@ -37,7 +32,7 @@ MAJOR = int(np.argmax(MU))
 # k = α/ρ of the L = 2 thresholds: ρμ_min/(√2‖μ‖) (all shrink), ρμ_max/(√2‖μ‖) (all grow),
 # ρ(μ_(d) + μ_(d−1))/(√2‖μ‖) (sequential | direct, exact); ‖μ‖ = √55
 SHRINK, GROW, K_DIRECT = np.array([1.0, 5.0, 9.0]) / (np.sqrt(2.0) * np.sqrt(55.0))
-K_C = reduced_l2sam_alpha_c()  # α_c/ρ at L = 2, by bisection on the reduced flow
+K_C = _reference.l2sam_alpha_c()  # α_c/ρ at L = 2, by bisection on the reduced flow
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +52,7 @@ def _path(alpha, depth, rho=1.0):
 def _assert_path_is_the_reduced_flows(alpha, depth, described):
     """analysis.regime_path at ``alpha`` visits what the reduced flow in w visits (scipy, to
     rtol 1e-12), at the same times, and that is the sequence the test ``described``."""
-    seq, times = reduced_l2sam_switches(MU, float(alpha), 1.0, depth)
+    seq, times = _reference.l2sam_switches(MU, float(alpha), 1.0, depth)
     path = _path(alpha, depth)
     assert seq == described and path.sequence == seq, (alpha, depth, seq, path.sequence)
     np.testing.assert_allclose(path.times, times, rtol=1e-7)
@@ -165,7 +160,7 @@ def test_regime_map_odd_depth_band_starts_on_the_major_coordinate(quick):
     assert below.sum() >= 2 and np.all(column[below] == EXCURSION)
     assert np.all(column[far & (k > k_major) & (k < data["k_direct"][i])] == SEQUENTIAL)
     last, first = _around(k, k_major)
-    seq, _ = reduced_l2sam_switches(MU, last, 1.0, 3)
+    seq, _ = _reference.l2sam_switches(MU, last, 1.0, 3)
     assert seq[0] == MAJOR and len(seq) > 1 and seq[-1] == MAJOR  # major first, an excursion
     assert int(np.argmax(_start_rates(first, 3))) != MAJOR  # minor first (the cells test: last)
 

@@ -2,7 +2,7 @@ r"""The mechanism and max-margin figures (figures/_mechanism.py): their data aga
 references, and every number their gallery captions state.
 
 Independent sources: the balanced L = 2 ℓ2-SAM flow in w alone (docs/theory.md §8) solved by
-scipy (:func:`tests.helpers.reduced_l2sam`), with the rates
+scipy (:func:`analysis._reference.l2sam_flow`), with the rates
 :math:`r_j=2\mu_j(1-\rho\mu_j/\lVert\nabla m\rVert)`,
 :math:`\lVert\nabla m\rVert=\sqrt2\lVert\mu\odot w\rVert` written out here; the scalar reduction
 of docs/theory.md §9 (scipy), for the switch times of j† (the μ_j nearest τ/(2cT(τ))) and for
@@ -16,13 +16,9 @@ import pytest
 import scipy.integrate
 import scipy.optimize
 
+from analysis import _reference
 from figures import _mechanism
-from tests.helpers import (
-    gallery_caption,
-    published_data,
-    quick_data,
-    reduced_l2sam,
-)
+from tests.helpers import gallery_caption, published_data, quick_data
 
 MU = _mechanism.MU
 RHO = _mechanism.RHO
@@ -52,7 +48,7 @@ def test_writes_pdf_and_png(quick):
 
 def _reference_rates(taus, alpha, rho):
     """(rates (T, d), ‖∇m‖ (T,)) of balanced ℓ2-SAM at L = 2 from scipy's solution in w."""
-    sol = reduced_l2sam(MU, alpha, rho, 2, taus[-1], w_max=1e300)
+    sol = _reference.l2sam_flow(MU, alpha, rho, 2, taus[-1], w_max=1e300)
     assert sol.status == 0, sol.message
     w = sol.sol(taus).T  # (T, d)
     grad_m = np.sqrt(2.0) * np.linalg.norm(MU * w, axis=1)
@@ -157,17 +153,8 @@ def test_max_margin_directions_and_l1_closed_form(quick):
 
 def _reduction(alpha, rho, tau):
     """Dense T(τ) of the scalar reduction dT/dτ = 1/‖μ⊙w‖, w_j = α exp(μ_jτ − cμ_j²T), c = ρ/√2
-    (docs/theory.md §9), by scipy, in logs so that nothing overflows."""
-    c = rho / np.sqrt(2.0)
-
-    def f(t, y):
-        lw = np.log(MU * alpha) + MU * t - c * MU**2 * y[0]
-        top = np.max(lw)
-        return [np.exp(-top) / np.sqrt(np.sum(np.exp(2 * (lw - top))))]
-
-    sol = scipy.integrate.solve_ivp(
-        f, (0, tau), [0.0], method="DOP853", rtol=1e-13, atol=1e-15, dense_output=True
-    )
+    (docs/theory.md §9), by scipy (:func:`analysis._reference.scalar_reduction`)."""
+    sol, _ = _reference.scalar_reduction(MU, alpha, rho, tau)
     assert sol.status == 0, sol.message
     return sol
 

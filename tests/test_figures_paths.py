@@ -19,16 +19,10 @@ import scipy.optimize
 import analysis
 import figures
 import flows
+from analysis import _reference
 from figures import _paths
 from flows import _config
-from tests.helpers import (
-    ROOT,
-    gallery_caption,
-    published_data,
-    quick_data,
-    reduced_l2sam_alpha_c,
-    reduced_linf_escape_times,
-)
+from tests.helpers import ROOT, gallery_caption, published_data, quick_data
 
 NAMES = ("trajectories", "linf_limits", "discrete")
 
@@ -53,29 +47,12 @@ def test_quick_run_writes_pdf_and_png(quick_run):
 def _reduced_l2(alpha, rho=1.0, tau_max=80.0, mu=_paths.MU5):
     """The scalar reduction: j† sequence and switch times, whether it collapses, and the first τ
     at which the loss ℓ(Σ μ_j w_j²) falls to LOSS_LOW (NaN if it never does)."""
-    c = rho / np.sqrt(2.0)
-
-    def logw(t, big_t):
-        return np.log(alpha) + mu * t - c * mu**2 * big_t
-
-    def f(t, y):  # dT/dτ = 1/‖μ⊙w‖, with the norm taken in logs (w spans 1e-40 .. 1e40)
-        lw = np.log(mu) + logw(t, y[0])
-        top = np.max(lw)
-        return [np.exp(-top) / np.sqrt(np.sum(np.exp(2 * (lw - top))))]
-
-    sol = scipy.integrate.solve_ivp(
-        f, (0, tau_max), [0.0], method="DOP853", rtol=1e-12, atol=1e-14, dense_output=True
-    )
-    lw = lambda t: logw(t, sol.sol(t)[0])  # noqa: E731
+    # the log-weights on scipy's dense solution (analysis._reference.scalar_reduction: the norm
+    # taken in logs, w spans 1e-40 .. 1e40), j† changes by brentq between 40,000 samples
+    sol, lw = _reference.scalar_reduction(mu, alpha, rho, tau_max)
     ts = np.linspace(0, sol.t[-1], 40_001)[1:]
-    values = np.array([lw(t) for t in ts])
-    js = np.argmax(values, axis=1)
-    seq, times = [int(js[0])], []
-    for k in np.flatnonzero(js[1:] != js[:-1]):
-        a, b = js[k], js[k + 1]
-        h = lambda t, a=a, b=b: lw(t)[b] - lw(t)[a]  # noqa: E731
-        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1], xtol=1e-13))
-        seq.append(int(b))
+    values = lw(ts).T
+    seq, times = _reference.argmax_changes(lw, ts, 1e-13)
     collapsed = np.max(values[-1]) < np.log(alpha) - 10
     # logistic loss log(1 + e^{-m}) = LOSS_LOW at the margin m* = -log(expm1(LOSS_LOW))
     level = -np.log(np.expm1(_paths.LOSS_LOW))
@@ -112,7 +89,7 @@ def test_trajectories_alpha_c_is_the_boundary_of_the_reduction(quick_run):
     """The drawn α_c is the reduction's to the rtol of the quick search (1e-4)."""
     _, data = quick_run
     np.testing.assert_allclose(
-        float(data["trajectories"]["alpha_c"]), reduced_l2sam_alpha_c(), rtol=2e-4
+        float(data["trajectories"]["alpha_c"]), _reference.l2sam_alpha_c(), rtol=2e-4
     )
 
 
@@ -179,7 +156,7 @@ def test_trajectories_plateau_and_last_switch_against_the_reduction(quick_run):
 def test_trajectories_caption_log_law():
     """The caption's rates, from the reduction alone: near α_c the last switch comes about 21
     later and the loss falls to 1e-3 about 2.3–2.4 later per decade of α/α_c − 1 (a logarithm)."""
-    alpha_c = reduced_l2sam_alpha_c()  # the quick run's α_c is only good to 1e-4
+    alpha_c = _reference.l2sam_alpha_c()  # the quick run's α_c is only good to 1e-4
     runs = [_reduced_l2((1 + gap) * alpha_c) for gap in (1e-4, 1e-3, 1e-2)]
     last = np.array([r[1][-1] for r in runs])
     low = np.array([r[3] for r in runs])
@@ -228,7 +205,7 @@ def test_linf_limits_tie_curve_and_the_points_beside_it(quick_run):
         for i in np.flatnonzero(a > rho):
             tie = rho + 0.5 ** (1.0 / (depth - 2)) * (a[i] - rho)
             for j in (np.flatnonzero(a < tie)[-1], np.flatnonzero(a > tie)[0]):
-                times = reduced_linf_escape_times(_paths.MU2, [a[i], a[j]], rho, depth)
+                times = _reference.linf_escape_times(_paths.MU2, [a[i], a[j]], rho, depth)
                 assert cls[i, j] == ("minor" if np.argmin(times) == 0 else "major"), (a[i], a[j])
 
 

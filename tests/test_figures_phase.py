@@ -19,8 +19,8 @@ import xarray as xr
 import analysis
 import figures
 import flows
+from analysis import _reference
 from figures import _phase_cli
-from tests.helpers import reduced_l2sam_alpha_c, reduced_l2sam_switches
 from tests.test_cli import one_line_error
 
 MU = np.arange(1.0, 6.0)
@@ -62,22 +62,22 @@ def test_writes_the_figure_and_the_data(flag_run):
 
 def _reduced_regime(mu, alpha, rho, depth):
     """ℓ2-SAM's regime from the uniform start α, without :mod:`analysis`. L = 2: collapse below
-    α_c = ρ k_c (k_c bisected on the scalar reduction at ρ = 1, tests.helpers.reduced_l2sam_alpha_c;
+    α_c = ρ k_c (k_c bisected on the scalar reduction at ρ = 1, analysis._reference.l2sam_alpha_c;
     the rays α = kρ), direct above the closed form α_direct = ρ(μ_(d) + μ_(d−1))/(√2‖μ‖) (where
     the major coordinate leads from τ = 0⁺ and for good), sequential between; each start 1% or
     more from both. Odd L (no collapse), from the j† path of the reduced flow
-    (tests.helpers.reduced_l2sam_switches): "direct" when it is argmax μ throughout,
+    (analysis._reference.l2sam_switches): "direct" when it is argmax μ throughout,
     "excursion" when it starts there and leaves it, else "sequential" (it starts on a minor
     coordinate)."""
     mu = np.asarray(mu, dtype=float)
     if depth % 2:
-        seq, _ = reduced_l2sam_switches(mu, alpha, rho, depth)
+        seq, _ = _reference.l2sam_switches(mu, alpha, rho, depth)
         major = int(np.argmax(mu))
         if seq == [major]:
             return "direct"
         return "excursion" if seq[0] == major else "sequential"
     assert depth == 2
-    alpha_c = rho * reduced_l2sam_alpha_c(mu=tuple(float(m) for m in mu))
+    alpha_c = rho * _reference.l2sam_alpha_c(mu=tuple(float(m) for m in mu))
     alpha_d = rho * np.sort(mu)[-2:].sum() / (np.sqrt(2.0) * np.linalg.norm(mu))
     assert min(abs(alpha / alpha_c - 1), abs(alpha / alpha_d - 1)) > 0.01
     return "collapse" if alpha < alpha_c else "sequential" if alpha < alpha_d else "direct"

@@ -12,14 +12,15 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import l2sam_limit, reduced_linf_escape_times
+from analysis import _reference
+from tests.helpers import l2sam_limit
 
 RHO, MU = 1.0, np.array([1.0, 2.0])
 
 
 def _expected(a1, a2, depth):
     """The reduced computation's verdict: regime name and limit index (or -1)."""
-    times = reduced_linf_escape_times(MU, [a1, a2], RHO, depth)
+    times = _reference.linf_escape_times(MU, [a1, a2], RHO, depth)
     if np.all(np.isinf(times)):
         return ("stalled" if depth % 2 else "collapse"), -1
     k = int(np.argmin(times))

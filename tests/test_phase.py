@@ -5,7 +5,8 @@ import pytest
 
 import analysis
 import flows
-from tests.helpers import annealed_switches, cosine_sigma, reduced_l2sam_switches
+from analysis import _reference
+from tests.helpers import annealed_switches, cosine_sigma
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 
@@ -24,7 +25,7 @@ def test_phase_diagram_paths_match_the_reduced_flow_over_alpha_and_depth(tmp_pat
     )
     for depth in (2, 3):
         for alpha in alphas:
-            seq, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
+            seq, times = _reference.l2sam_switches(MU, alpha, 1.0, depth)
             point = ds.sel(depth=depth, alpha=alpha)
             assert int(point["first"]) == seq[0] and int(point["last"]) == seq[-1] == 4
             assert int(point["n_switches"]) == len(seq) - 1

@@ -65,11 +65,13 @@ def test_tolerances_in_any_scalar_form(tol):
 
 
 def test_schedules_are_checked_where_they_are_evaluated():
-    """σ(t) = 0.35 cos t is negative on (π/2, 3π/2): refused on [0, 5], NaN in the field."""
+    """σ(t) = 0.35 cos t is negative on (π/2, 3π/2): refused on [0, 5]; where a run meets it, the
+    rule reads max(σ, 0) and the schedule's stopping condition is negative."""
     cosine = flows.LESAM(lambda t: 0.35 * jnp.cos(t), 0.3)
     with pytest.raises(ValueError, match=r"`sigma` .* >= 0 .*sigma\(1\.57"):
         flows.solve(cosine, DATA, TH, t1=5.0)
-    assert float(cosine.sigma_at(1.0)) == pytest.approx(0.35 * np.cos(1.0), rel=1e-15)
-    assert np.isnan(cosine.sigma_at(2.0))  # no budget: a run stops there (sigma_negative)
+    assert float(cosine.rule_sigma(1.0)) == pytest.approx(0.35 * np.cos(1.0), rel=1e-15)
+    assert float(cosine.rule_sigma(2.0)) == 0.0  # no budget: a run stops there (sigma_negative)
+    assert float(cosine.schedule_margin(1.0)) > 0 > float(cosine.schedule_margin(2.0))
     with pytest.raises(ValueError, match="`sigma` must be a JAX-traceable function"):
         flows.LESAM(lambda t: 0.1 * float(t), 0.3)  # where it is given

@@ -16,39 +16,20 @@ from hypothesis import strategies as st
 
 import analysis
 import flows
-from tests.helpers import (
-    all_methods,
-    annealed_switches,
-    argmax_changes,
-    cosine_sigma,
-    reduced_l2sam,
-    reduced_l2sam_switches,
-)
+from analysis import _reference
+from tests.helpers import all_methods, annealed_switches, cosine_sigma
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 SQ2 = np.sqrt(2.0)
 
 
 def test_l2_sequence_keeps_the_return_to_an_earlier_index():
-    # The issue's case: ℓ2-SAM, L = 2, α = 0.36. Independent: the scalar reduction of
-    # docs/theory.md §9, log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2.
-    import scipy.optimize
-
-    alpha, c = 0.36, 1 / SQ2
-
-    def f(t, y):
-        return [1 / np.linalg.norm(MU * alpha * np.exp(MU * t - c * MU**2 * y[0]))]
-
-    sol = scipy.integrate.solve_ivp(f, (0, 15), [0.0], rtol=1e-12, atol=1e-14, dense_output=True)
-    logw = lambda t: MU * t - c * MU**2 * sol.sol(t)[0]  # noqa: E731
-    ts = np.linspace(0, 15, 30_001)[1:]
-    js = np.argmax(np.array([logw(t) for t in ts]), axis=1)
-    expected, times = [int(js[0])], []
-    for k in np.flatnonzero(js[1:] != js[:-1]):
-        a, b = js[k], js[k + 1]
-        h = lambda t, a=a, b=b: logw(t)[b] - logw(t)[a]  # noqa: E731
-        times.append(scipy.optimize.brentq(h, ts[k], ts[k + 1]))
-        expected.append(int(b))
+    # ℓ2-SAM, L = 2, α = 0.36. Independent: the scalar reduction of docs/theory.md §9,
+    # log w_j = log α + μ_j τ − c μ_j² T(τ), dT/dτ = 1/‖μ⊙w‖, c = ρ/√2
+    # (analysis._reference.scalar_reduction), j† changes by brentq between 30,000 samples.
+    alpha = 0.36
+    _, log_w = _reference.scalar_reduction(MU, alpha, 1.0, 15.0)
+    expected, times = _reference.argmax_changes(log_w, np.linspace(0, 15, 30_001)[1:], 1e-14)
     assert expected == [1, 0, 1, 2, 3, 4]  # the reduction itself shows the return 0 -> 1
     r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha)
     assert r.sequence == expected
@@ -59,7 +40,7 @@ def test_l2_sequence_keeps_the_return_to_an_earlier_index():
 
 def test_depth3_ends_on_the_major_coordinate():
     # The issue's second case: L = 3, α = 0.001 was reported "minor", sequence [4, 3].
-    expected, times = argmax_changes(reduced_l2sam(MU, 1e-3, 1.0, 3, 1e4))
+    expected, times = _reference.dense_argmax_changes(_reference.l2sam_flow(MU, 1e-3, 1.0, 3, 1e4))
     assert expected == [4, 3, 4]  # major first, a minor excursion, major last
     r = analysis.regime_path(flows.L2SAM(1.0), MU, 1e-3, depth=3)
     assert r.sequence == expected and r.regime == "excursion"
@@ -71,7 +52,7 @@ def test_l2sam_paths_match_the_reduced_flow_at_every_depth(depth):
     # Above α_c at every depth (α = 0.5ρ escapes): the sequence of j† changes must be
     # the reduced flow's, and by the q-order theorem it ends on argmax μ.
     alpha = 0.5
-    expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
+    expected, times = _reference.l2sam_switches(MU, alpha, 1.0, depth)
     r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
     assert r.sequence == expected
     assert r.sequence[-1] == 4 and r.regime == _regime_of(expected)
@@ -107,7 +88,7 @@ def test_excursion_starts_on_the_major_coordinate_sequential_on_a_minor_one(dept
     start on a minor coordinate: ``sequential``. Independent: the j† sequence of the reduced
     flow (scipy, its own vector field) and the start rate by hand."""
     assert _start_index(alpha, depth) == start
-    expected, times = reduced_l2sam_switches(MU, alpha, 1.0, depth)
+    expected, times = _reference.l2sam_switches(MU, alpha, 1.0, depth)
     assert expected[0] == start and expected[-1] == 4 and len(expected) > 1
     r = analysis.regime_path(flows.L2SAM(1.0), MU, alpha, depth=depth)
     assert r.sequence == expected
@@ -135,7 +116,7 @@ def test_l2sam_never_collapses_at_odd_depth(depth):
 def test_l2sam_collapses_at_even_depth_like_the_reduced_flow(depth):
     # The reduced flow, integrated independently, falls to 1e-3 of its start.
     alpha = 0.05
-    sol = reduced_l2sam(MU, alpha, 1.0, depth, 1e9, w_min=alpha * 1e-3)
+    sol = _reference.l2sam_flow(MU, alpha, 1.0, depth, 1e9, w_min=alpha * 1e-3)
     assert sol.status == 1 and len(sol.t_events[1]) == 1
     assert analysis.regime(flows.L2SAM(1.0), MU, alpha, depth=depth) == "collapse"
 
@@ -258,11 +239,10 @@ TWIN_LAMBDAS = {
 def _collapse_reference(alpha):
     """The reduced L = 2 flow (scipy): its j† path and the τ where ‖w‖ = 1e-6 ‖w(0)‖ (the
     collapse event, ‖θ‖ = √2‖w‖ for the balanced flow)."""
-    import scipy.optimize
 
-    sol = reduced_l2sam(MU3, alpha, 1.0, 2, 1e3, w_min=1e-7 * alpha)
+    sol = _reference.l2sam_flow(MU3, alpha, 1.0, 2, 1e3, w_min=1e-7 * alpha)
     assert sol.status == 1 and len(sol.t_events[1]) == 1  # collapsed
-    seq, times = argmax_changes(sol)
+    seq, times = _reference.dense_argmax_changes(sol)
     norm0 = np.linalg.norm(np.full(3, alpha))
     tau = scipy.optimize.brentq(
         lambda t: np.linalg.norm(sol.sol(t)) - 1e-6 * norm0, 0.0, sol.t[-1], xtol=1e-15
@@ -281,7 +261,9 @@ def test_regime_path_scale_twins_at_every_magnitude(depth):
         regime, status = "collapse", "collapsed"
     else:
         alpha = 0.5
-        seq, times = argmax_changes(reduced_l2sam(MU3, alpha, 1.0, depth, 1e8))
+        seq, times = _reference.dense_argmax_changes(
+            _reference.l2sam_flow(MU3, alpha, 1.0, depth, 1e8)
+        )
         tau, regime, status = None, "sequential", "escaped"
     assert seq == ([0] if depth == 2 else [0, 1, 2])
     ref = analysis.regime_path(flows.L2SAM(1.0), MU3, alpha, depth=depth)
@@ -317,42 +299,14 @@ def test_regime_path_user_atol_is_absolute():
     assert abs(r.t_end - _collapse_reference(0.1)[2]) > 1e-3
 
 
-def _reduced_l2sam_log_switches(mu, alpha, rho, t_end):
-    r"""(sequence, switch times) of j† for balanced ℓ2-SAM at L = 2 in log variables (scipy).
-
-    From the uniform start, :math:`\log w_j(\tau)=\log\alpha+\mu_j\tau-c\mu_j^2Y(\tau)` with
-    :math:`c=\rho/\sqrt2` and the one scalar :math:`dY/d\tau=1/\lVert(\mu_jw_j)_j\rVert`
-    (the balanced reduction): its accuracy does not depend on how small a weight gets. j† changes
-    where two :math:`\log w_j` cross (brentq on the dense output)."""
-    mu, c = np.asarray(mu, dtype=float), rho / np.sqrt(2.0)
-
-    def log_w(t, y):
-        return np.log(alpha) + mu * t - c * mu**2 * y
-
-    def f(t, y):
-        q = np.log(mu) + log_w(t, y[0])
-        return [np.exp(-q.max()) / np.linalg.norm(np.exp(q - q.max()))]
-
-    sol = scipy.integrate.solve_ivp(
-        f, (0.0, t_end), [0.0], method="DOP853", rtol=1e-13, atol=1e-16, dense_output=True
-    )
-    ts = np.linspace(1e-9, t_end, 20001)
-    lead = np.argmax(log_w(ts[:, None], sol.sol(ts)[0][:, None]), axis=1)
-    at = np.flatnonzero(lead[1:] != lead[:-1])
-
-    def gap(t, a, b):
-        lw = log_w(t, sol.sol(t)[0])
-        return lw[a] - lw[b]
-
-    times = [scipy.optimize.brentq(gap, ts[k], ts[k + 1], (lead[k], lead[k + 1])) for k in at]
-    return [int(lead[0])] + [int(lead[k + 1]) for k in at], np.array(times)
-
-
 def test_switch_times_while_minor_weights_decay_far_below_the_start():
     """The plateau takes the minor weights to ~1e-48 of the start; the last switch is still
-    resolved to 1e-9 against the log-variable reduction (48.4567, not 48.4230)."""
+    resolved to 1e-9 against the scalar reduction in log variables (48.4567, not 48.4230): its
+    accuracy does not depend on how small a weight gets (analysis._reference.scalar_reduction,
+    j† changes by brentq between 20,000 samples)."""
     mu, alpha = [0.5, 1.0, 4.0], 0.48
-    sequence, times = _reduced_l2sam_log_switches(mu, alpha, 1.0, 100.0)
+    _, log_w = _reference.scalar_reduction(mu, alpha, 1.0, 100.0)
+    sequence, times = _reference.argmax_changes(log_w, np.linspace(1e-9, 100.0, 20001), 1e-14)
     r = analysis.regime_path(flows.L2SAM(1.0), mu, alpha)
     assert r.sequence == sequence == [1, 0, 1, 2]
     np.testing.assert_allclose(r.times, times, rtol=1e-9)

@@ -17,7 +17,11 @@ ragged lists, wrong shapes, NaN, inf, zero, negative numbers, and magnitudes fro
 The command lines are run as processes: a user error must give one stderr line, a
 nonzero exit, and no traceback.
 
-    python benchmarks/bad_input.py            # prints the counts and the other outcomes
+    python tools/bad_input.py            # prints the counts and the other outcomes
+
+It is a harness, not a test file: hundreds of cases, each new configuration compiling first,
+so pytest does not collect it (``tools/`` is outside ``testpaths``). The record of every case
+goes to ``tools/results/bad_input.json`` (not in git).
 """
 
 from __future__ import annotations
