@@ -38,6 +38,14 @@ KINDS = ("collapse", "direct")
 _RTOL_FLOOR = float(np.finfo(np.float64).eps)
 
 
+class _NoChange(ValueError):
+    """The first round of :func:`boundary` shows no change: ``solves`` points were classified."""
+
+    def __init__(self, message, solves):
+        super().__init__(message)
+        self.solves = solves
+
+
 class Boundary(NamedTuple):
     """Result of :func:`boundary` (and of critical_alpha / direct_alpha with ``full_output``).
 
@@ -150,7 +158,6 @@ def boundary(
     points: int = 17,
     log: bool = True,
     options=None,
-    _scan_default: bool = False,
     **overrides,
 ) -> Boundary:
     r"""Where the regime changes along ``family``: :math:`p\mapsto` ``(method, alpha)``.
@@ -268,10 +275,7 @@ def boundary(
     ps = lo * (hi / lo) ** u if log else lo + (hi - lo) * u
     found = _change(ps, flags(ps), "across `bracket`")
     if found is None:
-        if _scan_default:
-            nan = float("nan")
-            return Boundary(nan, (nan, nan), 0, points, False)
-        raise ValueError(f"`bracket`: no change of regime between {lo:g} and {hi:g}.")
+        raise _NoChange(f"`bracket`: no change of regime between {lo:g} and {hi:g}.", points)
     lo, hi = found
     solves, rounds = points, 0
     while abs(hi - lo) > rtol * abs(lo) and np.nextafter(lo, hi) != hi:  # no float between
@@ -314,15 +318,13 @@ def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, kwargs):
         # Offset by 1/π octave so that no scan point sits on a simple ratio such as
         # α = ρ, where ℓ∞-SAM has an equilibrium (neither collapse nor escape).
         bracket = (s * 2.0 ** (-scan + 1 / np.pi), s * 2.0 ** (scan + 1 / np.pi))
-    out = boundary(
-        lambda a: (method, a),
-        mu,
-        depth=depth,
-        bracket=bracket,
-        kind=kind,
-        _scan_default=default,
-        **kwargs,
-    )
+    try:
+        out = boundary(lambda a: (method, a), mu, depth=depth, bracket=bracket, kind=kind, **kwargs)
+    except _NoChange as none:
+        if not default:  # a bracket of the user's own
+            raise
+        nan = float("nan")
+        out = Boundary(nan, (nan, nan), 0, none.solves, False)
     return out if full_output else out.value
 
 

@@ -148,6 +148,12 @@ def certificate(theta, mu, bound, trapped=None, decoupled: bool = False):
         decoupled: the comparison above (static; default False).
     """
     theta, mu, bound, trapped = _check_certificate(theta, mu, bound, trapped)
+    return certify(theta, mu, bound, trapped, decoupled)
+
+
+def certify(theta, mu, bound, trapped=None, decoupled: bool = False):
+    """:func:`certificate` of validated arrays, unchecked (the run layers' every pass)."""
+    theta, mu, bound = jnp.asarray(theta), jnp.asarray(mu), jnp.asarray(bound)
     depth = theta.shape[0]
     a = jnp.min(theta, axis=0)
     b = jnp.max(jnp.abs(theta), axis=0)

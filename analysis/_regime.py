@@ -16,7 +16,7 @@ from flows.internal import unit_and_norm
 
 from ._certify import (
     bound_of,
-    certificate,
+    certify,
     decouples,
     invariant_leader,
     keeps_invariant_order,
@@ -310,7 +310,7 @@ def regime_path(
         theta = np.asarray(traj.theta_end)
         trap = trapped(problem.method, theta)
         escaped, leader, settled = (
-            np.asarray(x) for x in certificate(theta, mu, bound, trap, decouples(problem.method))
+            np.asarray(x) for x in certify(theta, mu, bound, trap, decouples(problem.method))
         )
         lost = lost or (traj.status != flows.Status.COLLAPSED and not intact(theta))
         code = int(

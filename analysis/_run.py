@@ -18,7 +18,7 @@ from flows.internal import check_dense_size, integrate
 
 from ._certify import (
     bound_of,
-    certificate,
+    certify,
     decouples,
     invariant_leader,
     keeps_invariant_order,
@@ -44,7 +44,7 @@ def _facts(method, theta, mu, bound):
     """(trapped mask, escaped, leader, settled, stalled) of a state: the certificates of
     :mod:`analysis._certify` that :func:`analysis._regime.decide` reads."""
     trap = trapped(method, theta)
-    escaped, leader, settled = certificate(theta, mu, bound, trap, decouples(method))
+    escaped, leader, settled = certify(theta, mu, bound, trap, decouples(method))
     return trap, escaped, leader, settled, never_escapes(method, theta)
 
 
@@ -224,8 +224,8 @@ def _track(traj, c, intact, target, max_switches, n_grid):
     The order guard reads the same grid states; only the (at most ``max_switches``) changes
     kept are bisected, ``SLOTS`` at a time while any remain, so the cost is ``n_grid`` plus
     ``BISECTIONS * SLOTS`` evaluations per ``SLOTS`` changes (under ``vmap``: those of the
-    lane with the most). Bisecting all ``max_switches`` slots every pass cost 15 % of a
-    phase diagram's time, where most passes hold no change and few more than ``SLOTS``.
+    lane with the most), rather than ``BISECTIONS * max_switches`` every pass: most passes
+    hold no change, and few more than ``SLOTS``.
     """
     interp = traj.interpolation
     ts = jnp.linspace(0.0, 1.0, n_grid) * traj.t_end

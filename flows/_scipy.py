@@ -37,9 +37,8 @@ _STOP_TOL = 1e-9  # a stopping condition at most this at an event fired it (as d
 # up to 3 x 6 field calls per try, and a step may be tried a few times.
 CALLS_PER_STEP = 50
 # Field and Jacobian calls allowed without completing a step: a step that takes more
-# is stuck (LSODA at L2SAM(1e300) never finishes its first one; with the default
-# budget of 100,000 steps the call budget alone let it run for ~5 million calls,
-# 6-7 minutes, before ending with max_steps).
+# is stuck (LSODA at L2SAM(1e300) never finishes its first one: bounded by the
+# per-step budget alone, it would make max_steps * CALLS_PER_STEP calls first).
 CALLS_PER_STUCK_STEP = 2000
 NONFINITE_CALLS = 200  # consecutive non-finite field values that end a run
 

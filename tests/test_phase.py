@@ -130,7 +130,7 @@ def test_a_run_solves_its_passes_unchecked_and_checks_the_dense_size_once(monkey
     data, theta0 = flows.single_example([1.0, 2.0, 3.0]), flows.balanced_init(0.5, 2, 3)
 
     def code(options):
-        one = lambda th: run(flows.L2SAM(1.0), data, th, depth=2, options=options)  # noqa: E731
+        one = lambda th: run(flows.L2SAM(1.0), data, th, options=options)  # noqa: E731
         return jax.eval_shape(one, theta0)["code"]
 
     assert code(analysis.RunOptions()).shape == ()
