@@ -87,7 +87,7 @@ def fastest_growing_index(traj: flows.Trajectory, problem: Problem) -> np.ndarra
 
     >>> import flows, analysis
     >>> p = analysis.Problem(flows.L2SAM(1.0), flows.single_example([1.0, 2.0, 3.0]),
-    ...                      flows.balanced_init(0.6, 2, 3), dict(t1=0.5, rescaled=True))
+    ...                      flows.balanced_init(0.6, 2, 3), t1=0.5, rescaled=True)
     >>> analysis.fastest_growing_index(p.solve(ts=[0.0]), p).tolist()
     [1]
     """

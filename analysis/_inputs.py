@@ -24,6 +24,9 @@ from flows.internal import (
     as_array,
     check_data,
     check_int,
+    check_loss,
+    check_scalar,
+    check_theta,
     is_traced,
     real_number,
 )
@@ -155,8 +158,8 @@ class Problem:
     r"""An initial-value problem of :func:`flows.solve`, kept so that it can be re-solved.
 
     It holds everything :func:`flows.solve` takes: the method, the data, the start
-    :math:`\theta_0` and the keyword options (``t1``, ``rescaled``, ``loss``,
-    tolerances, events). :meth:`solve` calls :func:`flows.solve` with
+    :math:`\theta_0`, the final time ``t1``, the flow (``rescaled``), the ``loss`` and the
+    :class:`flows.SolverOptions`. :meth:`solve` calls :func:`flows.solve` with
     ``dense=True``; :meth:`rates` evaluates the log-growth rates
     :math:`r_j=\sum_l\dot w^{(l)}_j/w^{(l)}_j` from the same vector field
     (:func:`flows.velocity`, or :func:`flows.rescaled_velocity` when
@@ -166,11 +169,14 @@ class Problem:
         method: a flows method.
         data: a :class:`flows.Dataset`.
         theta0: start, shape ``(L, d)``.
-        options: keyword arguments of :func:`flows.solve` (``t1`` is required).
+        t1: final time (> 0; a value of τ when ``rescaled``).
+        rescaled: the single-example rescaled flow (default False).
+        loss: ``"logistic"`` (default) or ``"exponential"``.
+        options: a :class:`flows.SolverOptions` (default: its defaults).
 
     >>> import flows, analysis
     >>> p = analysis.Problem(flows.GD(), flows.single_example([1.0, 2.0]),
-    ...                      flows.balanced_init(0.5, 2, 2), dict(t1=1.0, rescaled=True))
+    ...                      flows.balanced_init(0.5, 2, 2), t1=1.0, rescaled=True)
     >>> p.rates(p.theta0).tolist()  # GD, L = 2: d log β_j / dτ = 2 μ_j
     [2.0, 4.0]
     """
@@ -178,40 +184,49 @@ class Problem:
     method: flows.AbstractMethod
     data: flows.Dataset
     theta0: jax.Array
-    options: dict
+    t1: float
+    rescaled: bool = False
+    loss: str = "logistic"
+    options: flows.SolverOptions = dataclasses.field(default_factory=flows.SolverOptions)
 
     def __post_init__(self):
         _check_flows_method(self.method)
         check_data(self.data)
-        if not isinstance(self.options, dict) or "t1" not in self.options:
-            raise ValueError("`options` must be a dict of flows.solve keywords including 't1'.")
+        object.__setattr__(self, "theta0", check_theta(self.theta0, self.data))
+        object.__setattr__(self, "t1", check_scalar("t1", self.t1, positive=True))
+        object.__setattr__(self, "loss", check_loss(self.loss))
+        if not isinstance(self.rescaled, (bool, np.bool_)):
+            raise ValueError(f"`rescaled` must be True or False; got {self.rescaled!r}.")
+        object.__setattr__(self, "rescaled", bool(self.rescaled))
+        if not isinstance(self.options, flows.SolverOptions):
+            raise ValueError(
+                f"`options` must be a flows.SolverOptions; got {type(self.options).__name__}."
+            )
 
     def solve(self, **overrides) -> flows.Trajectory:
-        """:func:`flows.solve` with the stored options, ``dense=True``, and ``overrides``."""
-        kw = {**self.options, "dense": True, **overrides}
-        return flows.solve(self.method, self.data, self.theta0, **kw)
+        """:func:`flows.solve` of the problem with ``dense=True`` and ``overrides`` (its
+        keywords ``ts`` and the fields of :class:`flows.SolverOptions`)."""
+        return flows.solve(
+            self.method, self.data, self.theta0, t1=self.t1, rescaled=self.rescaled,
+            loss=self.loss, options=self.options, **{"dense": True, **overrides},
+        )  # fmt: skip
 
     def rates(self, theta, t=0.0) -> np.ndarray:
         r"""Log-growth rates :math:`d\log\lvert\beta_j\rvert/dt` at ``theta`` (shape ``(d,)``)."""
         return np.asarray(
-            _rates(
-                self.method,
-                self.data,
-                self.options.get("loss", "logistic"),
-                self.options.get("rescaled", False),
-                jnp.asarray(theta),
-                t,
-            )
+            _rates(self.method, self.data, self.loss, self.rescaled, jnp.asarray(theta), t)
         )
 
-    def restart(self, theta0, *, method=None, **options) -> "Problem":
-        """The same problem started from ``theta0`` (options updated by ``options``; the
-        method replaced by ``method`` if given, e.g. a schedule continued at a later time)."""
+    def restart(self, theta0, *, method=None, t1=None, **overrides) -> "Problem":
+        """The same problem started from ``theta0``: the method replaced by ``method`` if given
+        (e.g. a schedule continued at a later time), the final time by ``t1``, and the fields
+        of its :class:`flows.SolverOptions` named in ``overrides``."""
         return dataclasses.replace(
             self,
-            theta0=jnp.asarray(theta0),
-            method=self.method if method is None else _check_flows_method(method),
-            options={**self.options, **options},
+            theta0=theta0,
+            method=self.method if method is None else method,
+            t1=self.t1 if t1 is None else t1,
+            options=self.options.replace(**overrides) if overrides else self.options,
         )
 
 
@@ -227,11 +242,9 @@ def log_growth_rates(method, data, loss, rescaled, theta, t=0.0):
 _rates = eqx.filter_jit(log_growth_rates)
 
 
-def single_example_problem(method, mu, alpha, depth, **options) -> Problem:
+def single_example_problem(method, mu, alpha, depth, *, t1, loss, options) -> Problem:
     r"""The rescaled single-example problem :math:`\{(\mu,+1)\}` from :math:`w^{(l)}(0)=\alpha`."""
     mu = check_mu(mu)
     alpha = check_alpha(alpha, mu.shape[0])
     theta0 = flows.balanced_init(alpha, check_depth(depth), mu.shape[0])
-    return Problem(
-        check_method(method), flows.single_example(mu), theta0, {"rescaled": True, **options}
-    )
+    return Problem(check_method(method), flows.single_example(mu), theta0, t1, True, loss, options)

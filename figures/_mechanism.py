@@ -66,7 +66,9 @@ def compute_mechanism(ctx: Context) -> dict:
     data = {"taus": taus, "alpha": np.array(ALPHA_MECH), "rho": np.array(RHO), "mu": MU}
     theta0 = flows.balanced_init(ALPHA_MECH, 2, MU.size)
     for key, method in _methods().items():
-        problem = analysis.Problem(method, DATA, theta0, dict(t1=TAU_MECH, rescaled=True, **TIGHT))
+        problem = analysis.Problem(
+            method, DATA, theta0, TAU_MECH, rescaled=True, options=flows.SolverOptions(**TIGHT)
+        )
         traj = problem.solve(ts=taus)
         reached = np.asarray(traj.reached)
         rates = np.array([problem.rates(th, t) for th, t in zip(traj.thetas, taus, strict=True)])

@@ -8,8 +8,8 @@ library needs none of them; their signatures may change with the packages that u
 
 * Validators (each raises a ``ValueError`` naming the argument): :func:`as_array`,
   :func:`check_data`, :func:`check_finite`, :func:`check_int`, :func:`check_loss`,
-  :func:`check_method`, :func:`check_scalar`, :func:`real_number`, :func:`with_overrides`,
-  :func:`check_dense_size`; :class:`WrongTypeError`; :func:`is_traced`.
+  :func:`check_method`, :func:`check_scalar`, :func:`check_theta`, :func:`real_number`,
+  :func:`with_overrides`, :func:`check_dense_size`; :class:`WrongTypeError`; :func:`is_traced`.
 * :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked.
 * :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
   the collapse and escape events).
@@ -23,7 +23,7 @@ library needs none of them; their signatures may change with the packages that u
 from ._config import enable_compilation_cache
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
-from ._problem import check_data, check_loss
+from ._problem import check_data, check_loss, check_theta
 from ._solve import check_dense_size, integrate
 from ._sweep._key import digest, source_digest
 from ._sweep._store import _READ_ERRORS as READ_ERRORS
@@ -53,6 +53,7 @@ __all__ = [
     "check_loss",
     "check_method",
     "check_scalar",
+    "check_theta",
     "digest",
     "enable_compilation_cache",
     "file_sha256",

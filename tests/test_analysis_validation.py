@@ -54,9 +54,31 @@ def no_solving(monkeypatch):
         (lambda: analysis.regime(L2, MU, [[0.5, 0.5], [0.5, 0.5]]), ValueError, "`alpha`"),
         (lambda: analysis.regime_path(L2, MU, 0.5, t1="long"), TypeError, "`t1`"),
         (lambda: analysis.regime_path(L2, MU, 0.5, depth=2.0), TypeError, "`depth`"),
-        (lambda: analysis.Problem(L2, (1, 2), np.ones((2, 2)), {"t1": 1.0}), TypeError, "`data`"),
+        (lambda: analysis.Problem(L2, (1, 2), np.ones((2, 2)), 1.0), TypeError, "`data`"),
         (
-            lambda: analysis.Problem(None, flows.single_example(MU), np.ones((2, 2)), {"t1": 1.0}),
+            lambda: analysis.Problem(L2, flows.single_example(MU), np.ones((2, 2)), -1.0),
+            ValueError,
+            "`t1`",
+        ),
+        (
+            lambda: analysis.Problem(L2, flows.single_example(MU), np.ones((3, 3)), 1.0),
+            ValueError,
+            "`theta0`",
+        ),
+        (
+            lambda: analysis.Problem(L2, flows.single_example(MU), np.ones((2, 2)), 1.0, "yes"),
+            ValueError,
+            "`rescaled`",
+        ),
+        (
+            lambda: analysis.Problem(
+                L2, flows.single_example(MU), np.ones((2, 2)), 1.0, options={"rtol": 1e-9}
+            ),
+            ValueError,
+            "`options`",
+        ),
+        (
+            lambda: analysis.Problem(None, flows.single_example(MU), np.ones((2, 2)), 1.0),
             TypeError,
             "`method`",
         ),
@@ -102,9 +124,9 @@ def test_a_method_the_analysis_does_not_decide_is_refused(no_solving, call):
 def test_a_problem_takes_any_flows_method():
     # Problem needs no perturbation bound: ε = 0 is GD's field, d log β_j / dτ = 2 μ_j at L = 2
     p = analysis.Problem(
-        Unbounded(), flows.single_example(MU), flows.balanced_init(0.5, 2, 2), {"t1": 1.0}
+        Unbounded(), flows.single_example(MU), flows.balanced_init(0.5, 2, 2), 1.0, rescaled=True
     )
-    np.testing.assert_allclose(p.restart(p.theta0, rescaled=True).rates(p.theta0), [2.0, 4.0])
+    np.testing.assert_allclose(p.rates(p.theta0), [2.0, 4.0])
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,8 @@ def test_fastest_growing_index_closed_form_l2sam():
             flows.L2SAM(rho),
             flows.single_example(mu),
             flows.balanced_init(a, 2, 5),
-            dict(t1=t1, rescaled=True),
+            t1,
+            rescaled=True,
         )
         rates = 2 * mu * (1 - rho * mu / (SQ2 * a * np.linalg.norm(mu)))
         np.testing.assert_allclose(p.rates(p.theta0), rates, rtol=1e-12)
@@ -145,7 +146,8 @@ def test_switch_times_tie_at_zero_problem_and_trajectory_agree():
         flows.L2SAM(rho),
         flows.single_example(mu),
         flows.balanced_init(a, 2, 5),
-        dict(t1=50.0, rescaled=True),
+        50.0,
+        rescaled=True,
     )
     expected0 = int(np.argmax(mu * (1 - rho * mu / (SQ2 * a * np.linalg.norm(mu)))))
     s1, s2 = analysis.switch_times(p), analysis.switch_times(p.solve())

@@ -811,7 +811,7 @@ def _solved_traj():
 TRAJ = _solved_traj()
 #: A plain GD solve saved at three times (real time = its clock).
 PLAIN_TRAJ = flows.solve(flows.GD(), DATA, THETA, t1=0.5, ts=[0.0, 0.25, 0.5])
-PROBLEM = analysis.Problem(flows.GD(), DATA, THETA, dict(t1=0.5, rescaled=True))
+PROBLEM = analysis.Problem(flows.GD(), DATA, THETA, 0.5, rescaled=True)
 MU = [1.0, 2.0, 3.0]
 
 
@@ -995,8 +995,16 @@ PUBLIC = [
     (
         "analysis.Problem",
         analysis.Problem,
-        dict(method=flows.GD(), data=DATA, theta0=THETA, options=dict(t1=1.0)),
-        ["method", "data", "theta0", "options"],
+        dict(
+            method=flows.GD(),
+            data=DATA,
+            theta0=THETA,
+            t1=1.0,
+            rescaled=True,
+            loss="logistic",
+            options=flows.SolverOptions(),
+        ),
+        ["method", "data", "theta0", "t1", "rescaled", "loss", "options"],
         0,
     ),
     (

@@ -400,9 +400,9 @@ def cases():
         "Problem",
         "data",
         WRONG_TYPES,
-        lambda v: analysis.Problem(flows.GD(), v, THETA, {"t1": 1.0}),
+        lambda v: analysis.Problem(flows.GD(), v, THETA, 1.0),
     )
-    add("Problem", "method", WRONG_TYPES, lambda v: analysis.Problem(v, DATA, THETA, {"t1": 1.0}))
+    add("Problem", "method", WRONG_TYPES, lambda v: analysis.Problem(v, DATA, THETA, 1.0))
     return out
 
 
