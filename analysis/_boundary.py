@@ -21,6 +21,7 @@ import numpy as np
 import flows
 from flows.internal import as_array
 
+from ._drive import classify
 from ._inputs import (
     check_alpha,
     check_count,
@@ -31,7 +32,7 @@ from ._inputs import (
 )
 from ._options import run_options
 from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED
-from ._run import run, start_code
+from ._run import start_code
 
 KINDS = ("collapse", "direct")
 #: The smallest ``rtol``: float64's resolution 2^-52 (a narrower bracket holds no float).
@@ -82,16 +83,6 @@ def _stack(methods):
 
 
 @eqx.filter_jit
-def _batch(methods, data, theta0, options, need):
-    """:func:`analysis._run.run` vmapped over (method, start): the regime code per point."""
-
-    def one(method, theta):
-        return run(method, data, theta, options=options, need=need)["code"]
-
-    return eqx.filter_vmap(one)(methods, theta0)  # a schedule σ(t) is a function: not mapped
-
-
-@eqx.filter_jit
 def _start(methods, data, theta0, loss, need):
     """:func:`analysis._run.start_code` vmapped: the code each start decides alone, else -1."""
     one = lambda m, th: start_code(m, data, th, need=need, loss=loss)  # noqa: E731
@@ -103,7 +94,8 @@ def _classify(methods, data, depth, alphas, *, kind, options):
 
     Points whose start already decides them (:func:`analysis._run.start_code`, e.g. exact
     ℓ∞-SAM: every coordinate trapped below ρ, or escaped above it) are not integrated; only the
-    rest go to the batched solver, which is not even compiled when none is left.
+    rest go to the driver (:func:`analysis._drive.classify`), which is not even called when
+    none is left.
     """
     theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
@@ -113,7 +105,8 @@ def _classify(methods, data, depth, alphas, *, kind, options):
     if open_.size:
         arrays, static = eqx.partition(batched, eqx.is_array)
         rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
-        codes[open_] = np.asarray(_batch(rest, data, theta0[open_], options, need))
+        out = classify(rest, data, np.asarray(theta0)[open_], options=options, need=need)
+        codes[open_] = out["code"]
     return codes
 
 

@@ -23,8 +23,8 @@ from ._boundary import critical_alpha, direct_alpha
 from ._bounds import l2sam_thresholds
 from ._dominant import dominant_at
 from ._margin import convergence_rate, direction_cosine, limit_direction, max_margin
+from ._path import regime_path
 from ._plateau import loss_plateau
-from ._regime import regime_path
 
 # One saving grid and escape_tol for the rescaled ℓ2-SAM solves of C3 and C4 (one compilation).
 PLATEAU_GRID = jnp.linspace(0.0, 40.0, 4001)

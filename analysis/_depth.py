@@ -14,7 +14,7 @@ import sys
 import flows
 
 from ._boundary import critical_alpha, direct_alpha
-from ._regime import regime_path
+from ._path import regime_path
 
 
 def _path(method, mu, alpha, depth) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.optimize
 
 import flows
-from flows.internal import as_array
+from flows.internal import as_array, tie_margin
 
 from ._inputs import Problem, check_count, check_trajectory
 
@@ -262,16 +262,11 @@ def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
     return Switches(times, before, after, initial, int(js[-1]), t_end)
 
 
-#: Two values of log|β| closer than this many ulps of their size are tied (rounding).
-TIE_ULPS = 64
-
-
 def _leaders(values, initial: int) -> np.ndarray:
     r"""j† at each sample (rows of ``values`` = log|β|), starting from ``initial``.
 
     The leader changes only where another index exceeds it by more than the rounding
-    of :math:`\log\lvert\beta\rvert`, ``TIE_ULPS`` ulps of
-    :math:`\max(1,\lvert\log\lvert\beta_{lead}\rvert\rvert)`: near a tie (the uniform
+    of :math:`\log\lvert\beta\rvert` (:func:`flows.internal.tie_margin`): near a tie (the uniform
     start, where the gaps grow from 0 as :math:`\lambda^{L-2}\tau` on the scale twin
     :math:`\lambda`) rounding alone would read switches back and forth. A genuine
     change exceeds the margin within a few samples and is then located at the
@@ -281,7 +276,6 @@ def _leaders(values, initial: int) -> np.ndarray:
     js = np.empty_like(plain)
     js[0] = lead = initial
     k, n = 1, plain.size
-    eps = np.finfo(np.float64).eps
     while k < n:
         rest = np.flatnonzero(plain[k:] != lead)
         if rest.size == 0:
@@ -290,7 +284,7 @@ def _leaders(values, initial: int) -> np.ndarray:
         r = k + rest[0]
         js[k:r] = lead
         row = values[r]
-        if row[plain[r]] - row[lead] > TIE_ULPS * eps * max(1.0, abs(row[lead])):
+        if row[plain[r]] - row[lead] > tie_margin(row[lead]):
             lead = plain[r]
         js[r] = lead
         k = r + 1

@@ -14,6 +14,7 @@ import numpy as np
 
 import flows
 
+from ._drive import drive, uses_engine
 from ._inputs import check_depth, check_method, check_mu
 from ._options import split_options
 from ._phase import _analysis_version, _axis, describe
@@ -92,19 +93,27 @@ def limit_map(
         options = options.replace(atol="auto")  # exact ℓ∞-SAM (above)
     data = flows.single_example(mu)
 
-    def point(depth, alpha):
+    keys = ("code", "leader", "status", "passes")
+
+    def point(depth, alpha):  # the JAX driver, jit/vmap-ed by flows.sweep
         theta0 = flows.balanced_init(alpha, depth, data.d)
         out = run(method, data, theta0, options=options, need="limit")
-        return {k: out[k] for k in ("code", "leader", "status", "passes")}
+        return {k: out[k] for k in keys}
 
+    def batch(depth, alpha):  # the numba driver, on whole chunks (one engine thread each)
+        theta0 = np.broadcast_to(alpha[:, None, :], (alpha.shape[0], depth, data.d))
+        out = drive(method, data, theta0, options=options, need="limit", workers=1)
+        return {k: out[k] for k in keys}
+
+    engine = uses_engine(method, options.backend)
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, mu.shape[0])
-    # One host thread by default: with two, an exact ℓ∞-SAM sweep can hang, both threads
-    # waiting inside XLA's execution. Pass workers=... to override. A Dask executor sizes
-    # its own workers.
-    if sweep_options.get("executor") in (None, "threads"):
+    # One host thread by default for the JAX driver: with two, an exact ℓ∞-SAM sweep can hang,
+    # both threads waiting inside XLA's execution. Pass workers=... to override. A Dask
+    # executor sizes its own workers.
+    if not engine and sweep_options.get("executor") in (None, "threads"):
         sweep_options.setdefault("workers", 1)
     result = flows.sweep(
-        point,
+        batch if engine else point,
         {"alpha": grid},
         static={"depth": [depth]},
         product=False,
@@ -116,6 +125,7 @@ def limit_map(
             analysis=_analysis_version(),
         ),  # fmt: skip
         progress=progress,
+        batched=engine,
         **sweep_options,
     )
     shape = tuple(a.size for a in axes)

@@ -18,6 +18,8 @@ from flows.internal import check_int, with_overrides
 from ._inputs import check_positive
 
 LOSSES = ("logistic", "exponential")
+#: The drivers of the analysis's runs (:class:`RunOptions`'s ``backend``).
+BACKENDS = ("auto", "numba", "jax")
 
 
 def default_escape_tol(depth: int) -> float:
@@ -34,12 +36,15 @@ def default_escape_tol(depth: int) -> float:
 class RunOptions:
     r"""The options of the analysis's runs (validated at construction).
 
-    A run is the rescaled single-example flow from one start, solved by :func:`flows.solve` in
-    passes: each pass stops at ``escape_tol`` times its starting norm, at its τ budget, at a
-    collapse (:math:`\lVert\theta\rVert\le` ``collapse_tol`` times the norm at the start of the
-    pass) or after ``max_steps`` steps, and the run is continued from there until the
-    certificates decide it, or ``max_passes`` passes are spent (``undetermined``, never
-    guessed).
+    A run is the rescaled single-example flow from one start, solved in passes (by the driver
+    of ``backend``): each pass stops at the next escape level
+    (:math:`\lVert\theta\rVert=` ``escape_tol``:math:`^{k}\lVert\theta_0\rVert`), at its τ
+    budget, at a collapse (:math:`\lVert\theta\rVert\le` ``collapse_tol`` times the norm at
+    the run's first start :math:`\theta_0`) or after ``max_steps`` steps, and the run is
+    continued from there until the certificates decide it, or ``max_passes`` passes are spent
+    (``undetermined``, never guessed). Every threshold is fixed by :math:`\theta_0`
+    (:func:`analysis._run.thresholds`), so ``max_steps`` changes the cost and the count of
+    passes, not the answers.
 
     Arguments:
         rtol: relative tolerance of every solve, in (0, 1).
@@ -54,15 +59,23 @@ class RunOptions:
             by the next, so it changes the cost, not the answers (the compiled runs hold a dense
             output of ``max_steps`` steps per point: a larger budget costs memory).
         max_passes: passes allowed per run, an integer >= 1.
-        collapse_tol: relative collapse threshold of each pass, in (0, 1).
-        escape_tol: growth factor of :math:`\lVert\theta\rVert` at which a pass stops to check
-            the certificates, > 1; None (default): :func:`analysis._regime.default_escape_tol`
-            of the depth.
+        collapse_tol: collapse threshold relative to the run's first start, in (0, 1).
+        escape_tol: growth factor of :math:`\lVert\theta\rVert` between the levels at which
+            a pass stops to check the certificates (:math:`e^k\lVert\theta_0\rVert`,
+            :func:`analysis._run.thresholds`), > 1; None (default):
+            :func:`analysis._options.default_escape_tol` of the depth.
         loss: ``"logistic"`` or ``"exponential"``.
         n_grid: points of each pass's dense output on which the compiled runs read
             :math:`j^\dagger` (:func:`analysis._run.run`), an integer >= 2.
         max_switches: switch times the compiled runs keep, an integer >= 1 (``n_switches``
             counts them all).
+        backend: the driver of the runs (docs/numerics.md): ``"numba"``, the per-trajectory
+            CPU engine (:mod:`analysis._drive`: the fastest on a CPU; GD, ℓ2-SAM, smoothed
+            ℓ∞-SAM, LE-SAM with a constant σ), ``"jax"`` (:func:`analysis._run.run`: every
+            method, exact ℓ∞-SAM's Filippov flow and LE-SAM schedules included; jit/vmap-able,
+            any device) or ``"auto"`` (default): the engine wherever it runs the method, JAX
+            elsewhere. Both apply the same policy; their answers agree to the solver's
+            tolerance.
 
     >>> import analysis
     >>> analysis.RunOptions(max_steps=4096).replace(rtol=1e-12).rtol
@@ -78,6 +91,7 @@ class RunOptions:
     loss: str = "logistic"
     n_grid: int = 257
     max_switches: int = 16
+    backend: str = "auto"
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -94,15 +108,22 @@ class RunOptions:
             raise ValueError(f"`loss` must be one of {LOSSES}; got {self.loss!r}.")
         put("n_grid", check_int("n_grid", self.n_grid, minimum=2))
         put("max_switches", check_int("max_switches", self.max_switches, minimum=1))
+        if not isinstance(self.backend, str) or self.backend not in BACKENDS:
+            raise ValueError(f"`backend` must be one of {BACKENDS}; got {self.backend!r}.")
 
     def replace(self, **changes) -> "RunOptions":
         """A copy with some options changed (validated again)."""
         return run_options(self, changes)
 
+    def escape_factor(self, depth: int) -> float:
+        """The escape tolerance at ``depth``: ``escape_tol``, or
+        :func:`default_escape_tol` of the depth."""
+        return default_escape_tol(depth) if self.escape_tol is None else self.escape_tol
+
     def solver(self, depth: int) -> flows.SolverOptions:
         """The :class:`flows.SolverOptions` of every pass at depth ``depth`` (the absolute
         tolerance is set per run from its start, :func:`analysis._regime.start_atol`)."""
-        escape = default_escape_tol(depth) if self.escape_tol is None else self.escape_tol
+        escape = self.escape_factor(depth)
         return flows.SolverOptions(
             collapse_tol=self.collapse_tol, rtol=self.rtol, max_steps=self.max_steps,
             escape_tol=escape,

@@ -12,6 +12,7 @@ import numpy as np
 import flows
 from flows.internal import as_array, digest, source_digest
 
+from ._drive import drive, uses_engine
 from ._inputs import check_depth, check_method, check_mu, check_parameters
 from ._options import split_options
 from ._regime import ATOL_REL, REGIMES
@@ -19,6 +20,9 @@ from ._run import run
 
 #: The quantities :func:`phase_diagram` can sweep (its axes, in its order of dimensions).
 PHASE_AXES = ("alpha", "rho", "sigma", "rho_max", "depth")
+#: What each point of a diagram returns (the per-run layer's results).
+OUTPUTS = ("code", "first", "last", "n_switches", "times", "passes", "status", "t_end", "leader",
+           "t_real")  # fmt: skip
 VERSIONED = ("samflows", "jax", "jaxlib", "diffrax", "equinox", "numpy", "scipy", "xarray")
 
 
@@ -165,7 +169,7 @@ def phase_diagram(
     fixed = {k: float(values[k]) for k in values if values[k].ndim == 0}
     template = method
 
-    def point(depth, **p):
+    def point(depth, **p):  # the JAX driver, jit/vmap-ed by flows.sweep
         p = {**fixed, **p}
         m = template
         for name in p:
@@ -173,6 +177,15 @@ def phase_diagram(
                 m = eqx.tree_at(lambda m, name=name: getattr(m, name), m, p[name])
         theta0 = flows.balanced_init(p["alpha"], depth, data.d)
         return run(m, data, theta0, options=opts)
+
+    def batch(depth, **p):  # the numba driver, on whole chunks (one engine thread each)
+        n = len(next(iter(p.values())))
+        p = {**{k: np.full(n, v) for k, v in fixed.items()}, **p}
+        theta0 = np.broadcast_to(p.pop("alpha")[:, None, None], (n, depth, data.d))
+        out = drive(template, data, theta0, options=opts, params=p, workers=1)
+        return {k: out[k] for k in OUTPUTS}
+
+    engine = uses_engine(method, opts.backend)
 
     config = dict(
         method=describe(method),
@@ -185,12 +198,13 @@ def phase_diagram(
     if not params:
         raise ValueError("at least one of `alpha`, `rho`, `sigma`, `rho_max` must be an array.")
     result = flows.sweep(
-        point,
+        batch if engine else point,
         params,
         static={"depth": depths},
         cache_dir=cache_dir,
         config=config,
         progress=progress,
+        batched=engine,
         **sweep_options,
     )
     many = len(depths) > 1

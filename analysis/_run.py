@@ -12,9 +12,10 @@ step and uses Brent's method); a change and its return inside one grid interval 
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import flows
-from flows.internal import check_dense_size, integrate
+from flows.internal import check_dense_size, integrate, unit_and_norm
 
 from ._certify import (
     bound_of,
@@ -48,6 +49,29 @@ def _facts(method, theta, mu, bound):
     return trap, escaped, leader, settled, never_escapes(method, theta)
 
 
+def begin(method, data, theta0, *, need: str, loss: str):
+    r"""Pass 0 of a run: ``(code, first)``, the regime code that the start ``theta0`` alone
+    decides (else -1) and :math:`j^\dagger(0^+)` by the tie rule (traceable; the policy of
+    both drivers, :func:`run` and :func:`analysis._drive.drive`). See :func:`start_code`."""
+    theta0 = jnp.asarray(theta0)
+    mu = data.X[0]
+    target = jnp.argmax(mu)
+    bound = bound_of(method)
+    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound)
+    if need == "escape":  # j† is not tracked; an escape overrides any settled leader
+        first = target
+    else:
+        first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
+    lead = invariant_leader(method, theta0, mu)
+    code = decide(
+        jnp.asarray(flows.Status.OK), escaped=escaped, settled=settled, leader=leader,
+        intact=jnp.asarray(True), theorem_leader=lead, visited_other=first != target,
+        first=first, target=target, need="path" if need == "limit" else need, stalled=stalled,
+        trapped_all=jnp.all(trap),
+    )  # fmt: skip
+    return jnp.asarray(code, int), jnp.asarray(first, int)
+
+
 def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logistic"):
     r"""The regime code that the start ``theta0`` alone decides, else -1 (traceable).
 
@@ -69,23 +93,73 @@ def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logis
     compiling the batched solver at all when every point of a round is decided here.
     """
     _check_need(need)
-    theta0 = jnp.asarray(theta0)
-    mu = data.X[0]
+    return begin(method, data, theta0, need=need, loss=loss)[0]
+
+
+def thresholds(options: RunOptions, theta0, theta, bound, mu, spent, level, t1=None):
+    r"""``(t1, collapse, escape)`` of the pass from ``theta`` after ``spent`` passes that ran out
+    of τ budget and ``level`` that ended at an escape event (traceable).
+
+    * ``t1``: the τ budget :func:`analysis._regime.budget` after ``spent`` such passes (a run
+      that lingers gets geometrically longer budgets; a pass that ends at an event does not
+      lengthen the next, whose events are then located to the same absolute accuracy); a given
+      ``t1`` replaces it;
+    * ``collapse``: the threshold relative to this pass's start that is ``collapse_tol``
+      relative to the run's FIRST start :math:`\theta_0`: a run collapses where
+      :math:`\lVert\theta\rVert\le` ``collapse_tol`` :math:`\lVert\theta_0\rVert`, however
+      many passes it took (below 1: a state already there ended the pass before as
+      ``collapsed``);
+    * ``escape``: the factor, relative to this pass's start, at which the pass stops to check
+      the certificates: the norm :math:`e^{k+1}\lVert\theta_0\rVert` (``e`` the escape
+      tolerance, ``k`` = ``level``). The levels are fixed by the run's first start, so where a
+      pass ends for another reason (its step budget) moves no event: the switch times and
+      ``t_end`` depend on the trajectory alone, not on ``max_steps``.
+    """
+    depth = jnp.shape(theta0)[0]
+    norm = lambda th: unit_and_norm(jnp.asarray(th))[1]  # noqa: E731 (the events' norm)
+    n0, n = norm(theta0), jnp.maximum(norm(theta), np.finfo(float).tiny)
+    collapse = jnp.minimum(options.collapse_tol * n0 / n, np.nextafter(1.0, 0.0))
+    factor = options.escape_factor(depth)
+    log_escape = (level + 1) * jnp.log(factor) + jnp.log(n0) - jnp.log(n)
+    escape = jnp.maximum(jnp.exp(log_escape), np.nextafter(1.0, 2.0))
+    t1 = budget(theta, mu, bound, spent) if t1 is None else jnp.asarray(t1, float)
+    return t1, collapse, escape
+
+
+def conclude(method, mu, theta0, theta, status, *, lost, other, first, need):
+    r"""The end of a pass: ``(code, leader, lost)`` of the state ``theta`` (traceable; the policy
+    of both drivers).
+
+    ``lost`` becomes True once a state that did not collapse breaks the exact flow's order
+    (:func:`analysis._certify.keeps_invariant_order`); ``code`` is
+    :func:`analysis._regime.decide` of the certificates (-1: continue the run); ``leader`` is the
+    one ``decide`` used: the certificate's, or the theorem's once the order is lost (-1 if none).
+    ``other``: whether :math:`j^\dagger` visited another index than :math:`\arg\max\mu` so far.
+    """
     target = jnp.argmax(mu)
     bound = bound_of(method)
-    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound)
-    if need == "escape":  # j† is not tracked; an escape overrides any settled leader
-        first = target
-    else:
-        first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
     lead = invariant_leader(method, theta0, mu)
+    lost = lost | ((status != flows.Status.COLLAPSED) & ~keeps_invariant_order(
+        method, theta0, theta, mu))  # fmt: skip
+    trap, escaped, leader, settled, stalled = _facts(method, theta, mu, bound)
     code = decide(
-        jnp.asarray(flows.Status.OK), escaped=escaped, settled=settled, leader=leader,
-        intact=jnp.asarray(True), theorem_leader=lead, visited_other=first != target,
-        first=first, target=target, need="path" if need == "limit" else need, stalled=stalled,
-        trapped_all=jnp.all(trap),
+        status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
+        theorem_leader=lead, visited_other=other, first=first, target=target,
+        need="path" if need == "limit" else need, stalled=stalled, trapped_all=jnp.all(trap),
     )  # fmt: skip
-    return jnp.asarray(code, int)
+    leader = jnp.where(lost, jnp.where(escaped, lead, -1), jnp.where(settled, leader, -1))
+    return jnp.asarray(code, int), leader, lost
+
+
+def finish(code, *, lost, last, lead, track):
+    r"""The end of a run: ``(code, last, appended)``. An undecided run is ``undetermined``; a run
+    decided by the :math:`q`-order theorem (``lost``) whose observed :math:`j^\dagger` does not
+    end on the theorem's leader ``lead`` gets that last change appended (``appended``; it
+    happens in the final blow-up, below the resolution of float64: its time is NaN)."""
+    code = jnp.where(code < 0, UNDETERMINED, code)
+    decided_escape = (code != COLLAPSE) & (code != STALLED) & (code != UNDETERMINED)
+    appended = track & lost & decided_escape & (last != lead)
+    return code, jnp.where(appended, lead, last), appended, decided_escape
 
 
 def run(
@@ -95,6 +169,7 @@ def run(
     *,
     options: RunOptions,
     need: str = "path",
+    t1=None,
 ):
     r"""Classify one rescaled single-example run from ``theta0`` (traceable).
 
@@ -122,14 +197,18 @@ def run(
     Returns:
         dict of ``code`` (index into :data:`analysis.REGIMES`), ``first`` / ``last``
         (:math:`j^\dagger` at :math:`\tau=0^+` by the tie rule, and at the end), ``n_switches``,
-        ``times`` (``(max_switches,)``, NaN-padded; a change decided by the theorem in the final
-        blow-up has time NaN), ``passes``, ``status`` (of the last solve), ``t_end``,
+        ``times`` and ``after`` (``(max_switches,)``: each kept switch's time and new index,
+        NaN- and -1-padded; a change decided by the theorem in the final blow-up is counted in
+        ``n_switches`` but not stored), ``passes``, ``status`` (of the last solve), ``t_end``,
         ``leader`` (the settled leader of the escape, 0-based; -1 for a collapse, a stalled
         or an undetermined run) and ``t_real`` (the real time at the end, for a rule that
         reads it, an LE-SAM schedule σ(t), whose every pass starts at the real time the last
-        one ended, :meth:`flows.AbstractMethod.started_at`; NaN otherwise).
+        one ended, :meth:`flows.AbstractMethod.started_at`; NaN otherwise) and ``theta``,
+        the state at the end. ``t1``: a fixed τ budget of every pass instead of
+        :func:`analysis._regime.budget`.
     """
     _check_need(need)
+    t_pass = t1
     track = need in ("path", "direct")
     loss, max_switches = options.loss, options.max_switches
     theta0 = jnp.asarray(theta0)
@@ -141,80 +220,86 @@ def run(
     target = jnp.argmax(mu)
     bound = bound_of(method)
     lead = invariant_leader(method, theta0, mu)
-    rates = log_growth_rates(method, data, loss, True, theta0)
-    first = initial_index(theta0, rates)
+    first = begin(method, data, theta0, need=need, loss=loss)[1]
     intact = lambda th: keeps_invariant_order(method, theta0, th, mu)  # noqa: E731
+    # pass 0: the start's own certificates, without integrating
+    code0, leader0, lost0 = conclude(
+        method, mu, theta0, theta0, jnp.asarray(flows.Status.OK), lost=jnp.asarray(False),
+        other=first != target, first=first, need=need,
+    )  # fmt: skip
     init = dict(
         theta=jnp.asarray(theta0),
         t_end=jnp.zeros(()),
         passes=jnp.zeros((), int),
-        code=-jnp.ones((), int),
+        level=jnp.zeros((), int),
+        spent=jnp.zeros((), int),
+        code=code0,
         last=first,
         n=jnp.zeros((), int),
         times=jnp.full(max_switches, jnp.nan),
+        after=jnp.full(max_switches, -1),
         other=first != target,
-        lost=jnp.asarray(False),
+        lost=lost0,
         status=jnp.zeros((), int),
-        leader=-jnp.ones((), int),
+        leader=leader0,
         t_real=jnp.zeros(()),
     )
     scheduled = method.time_dependent
 
     def body(c):
+        t1, collapse, escape = thresholds(
+            options, theta0, c["theta"], bound, mu, c["spent"], c["level"], t_pass
+        )
         # Under vmap the loop body runs for every lane until the last one is decided and the
         # decided lanes' results are discarded: give them a vanishing budget so that they
         # integrate (almost) nothing. Unvmapped the body never runs for a decided lane.
-        t1 = budget(c["theta"], mu, bound, c["passes"])
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
         # a schedule σ(t) is read on the real clock, continued from where the last pass ended
         here = method.started_at(c["t_real"])
         traj = integrate(
             here, data, c["theta"], t1=t1, ts=None, rescaled=True, loss=loss,
-            options=solver_options,
+            options=solver_options.replace(collapse_tol=collapse, escape_tol=escape),
         )  # fmt: skip
         out = dict(c)
         if scheduled:
             out["t_real"] = c["t_real"] + traj.t_real_end
         if track:
             out.update(_track(traj, c, intact, target, max_switches, options.n_grid))
-        lost = out["lost"] | ((traj.status != flows.Status.COLLAPSED) & ~intact(traj.theta_end))
-        trap, escaped, leader, settled, stalled = _facts(method, traj.theta_end, mu, bound)
-        code = decide(
-            traj.status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
-            theorem_leader=lead, visited_other=out["other"], first=first, target=target,
-            need="path" if need == "limit" else need, stalled=stalled,
-            trapped_all=jnp.all(trap),
+        code, leader, lost = conclude(
+            method, mu, theta0, traj.theta_end, traj.status, lost=out["lost"],
+            other=out["other"], first=first, need=need,
         )  # fmt: skip
         out.update(
             theta=traj.theta_end,
             t_end=c["t_end"] + traj.t_end,
             passes=c["passes"] + 1,
-            code=jnp.asarray(code, int),
+            level=c["level"] + (traj.status == flows.Status.ESCAPED),
+            spent=c["spent"] + (traj.status == flows.Status.OK),
+            code=code,
             lost=lost,
             status=traj.status,
-            # the leader decide() used: the certificate's, or the theorem's once order is lost
-            leader=jnp.where(lost, jnp.where(escaped, lead, -1), jnp.where(settled, leader, -1)),
+            leader=leader,
         )
         return out
 
     more = lambda c: (c["code"] < 0) & (c["passes"] < options.max_passes)  # noqa: E731
     c = jax.lax.while_loop(more, body, init)
-    code = jnp.where(c["code"] < 0, UNDETERMINED, c["code"])
-    # Decided by the q-order theorem: the last change, to `lead`, is in the final blow-up,
-    # below the resolution of float64; counted, with time NaN.
-    decided_escape = (code != COLLAPSE) & (code != STALLED) & (code != UNDETERMINED)
-    appended = track & c["lost"] & decided_escape & (c["last"] != lead)
+    code, last, appended, decided_escape = finish(
+        c["code"], lost=c["lost"], last=c["last"], lead=lead, track=track
+    )
     return dict(
         code=code,
         first=first,
-        last=jnp.where(appended, lead, c["last"]),
+        last=last,
         n_switches=c["n"] + appended,
         times=c["times"],
+        after=c["after"],
         passes=c["passes"],
         status=c["status"],
         t_end=c["t_end"],
         leader=jnp.where(decided_escape, c["leader"], -1),
         t_real=c["t_real"] if scheduled else jnp.full((), jnp.nan),
+        theta=c["theta"],
     )
 
 
@@ -265,9 +350,11 @@ def _track(traj, c, intact, target, max_switches, n_grid):
     lo, hi = lo[:max_switches], hi[:max_switches]
     pos = jnp.where(valid, c["n"] + jnp.arange(max_switches), max_switches)
     times = c["times"].at[pos].set(c["t_end"] + 0.5 * (lo + hi), mode="drop")
+    after = c["after"].at[pos].set(kb[:max_switches], mode="drop")
     last_kept = jnp.max(jnp.where(keep, jnp.arange(keep.size), -1))
     return dict(
         times=times,
+        after=after,
         n=c["n"] + jnp.sum(keep),
         last=jnp.where(last_kept >= 0, b[jnp.maximum(last_kept, 0)], c["last"]),
         other=c["other"] | jnp.any(keep & (b != target)),

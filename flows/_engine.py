@@ -83,6 +83,10 @@ _REJECTIONS, _STALLS, _STALL_STEP = 60, 10, 1e-12
 # flows._events: EVENT_RTOL, EVENT_ATOL; flows._dynamics: _LOG_RATE_MAX, _LOG_MAX
 _EVENT_RTOL, _EVENT_ATOL = 1e-13, 1e-20
 _TINY = float(np.finfo(np.float64).tiny)
+_EPS = float(np.finfo(np.float64).eps)
+# Below this a weight's log-rate f(θ)/θ is not resolved (subnormal θ): the arc-length clock
+# leaves it out (_log_field); the error control ignores it (atol far above)
+_FLOOR = 1e-290
 _LOG_RATE_MAX = 30.0
 _LOG_MAX = math.log(float(np.finfo(np.float64).max))
 _ROOT_STEPS = 256  # optimistix's default budget of a root find
@@ -496,8 +500,8 @@ def _scaled_norms(x, lo, hi, q, s, root):
 
 @_inline
 def _going_lanes(y, out, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, a, b, q):
-    """:func:`_going` of every lane into ``out``, in lane loops (a, b: lane scratch; q: a
-    block)."""
+    """:func:`_going` of every lane into ``out``, in lane loops (``collapse``, ``escape``: each
+    lane's thresholds; a, b: lane scratch; q: a block)."""
     nw = out.shape[0]
     Ld = L * d
     for w in range(nw):
@@ -512,17 +516,17 @@ def _going_lanes(y, out, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, a,
                 out[w] = out[w] if abs(v) < np.inf else -1.0
         for w in range(nw):
             out[w] = out[w] if abs(b[w]) < np.inf else -1.0
-    if collapse > 0.0 or escape > 0.0:
-        _scaled_norms(y, 0, Ld, q, a, b)
-        for w in range(nw):
-            ratio = a[w] * b[w] / norm0[w]
-            ok = (ratio > collapse) | (collapse <= 0.0)
-            ok = ok & ((ratio < escape) | (escape <= 0.0))
-            out[w] = out[w] if ok else -1.0
+    _scaled_norms(y, 0, Ld, q, a, b)
+    for w in range(nw):
+        ratio = a[w] * b[w] / norm0[w]
+        ok = (ratio > collapse[w]) | (collapse[w] <= 0.0)
+        ok = ok & ((ratio < escape[w]) | (escape[w] <= 0.0))
+        out[w] = out[w] if ok else -1.0
     if loss_tol > 0.0:
         for w in range(nw):
             if out[w] > 0.0:
-                out[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse, escape, loss_tol)
+                out[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse[w], escape[w],
+                                loss_tol)  # fmt: skip
 
 
 @_inline
@@ -554,25 +558,33 @@ def _event_status(y, w, values, X, Y, loss, L, d, norm0, collapse, escape, loss_
 
 
 @_inline
+def _tsit5_weights(tau):
+    """The weights b_r(τ) of diffrax's Tsit5 interpolant y0 + Σ_r b_r K_r at the fraction τ of
+    the step."""
+    t2 = tau * tau
+    b1 = -1.0530884977290216 * tau * (tau - 1.3299890189751412) * (
+        t2 - 1.4364028541716351 * tau + 0.7139816917074209
+    )
+    b2 = 0.1017 * t2 * (t2 - 2.1966568338249754 * tau + 1.2949852507374631)
+    b3 = 2.490627285651252793 * t2 * (t2 - 2.38535645472061657 * tau + 1.57803468208092486)
+    b4 = -16.54810288924490272 * (tau - 1.21712927295533244) * (
+        tau - 0.61620406037800089
+    ) * t2
+    b5 = 47.37952196281928122 * (tau - 1.203071208372362603) * (
+        tau - 0.658047292653547382
+    ) * t2
+    b6 = -34.87065786149660974 * (tau - 1.2) * (tau - 0.666666666666666667) * t2
+    b7 = 2.5 * (tau - 1.0) * (tau - 0.6) * t2
+    return b1, b2, b3, b4, b5, b6, b7
+
+
+@_inline
 def _interpolate(solver, t, t0, t1, y0, y1, K, w, ns, out):
     """The step's local interpolant at t, lane w, into ``out`` (ns,) (diffrax's Tsit5 /
     Dopri5 interpolation)."""
     tau = 0.0 if t0 == t1 else (t - t0) / (t1 - t0)
     if solver == 0:
-        t2 = tau * tau
-        b1 = -1.0530884977290216 * tau * (tau - 1.3299890189751412) * (
-            t2 - 1.4364028541716351 * tau + 0.7139816917074209
-        )
-        b2 = 0.1017 * t2 * (t2 - 2.1966568338249754 * tau + 1.2949852507374631)
-        b3 = 2.490627285651252793 * t2 * (t2 - 2.38535645472061657 * tau + 1.57803468208092486)
-        b4 = -16.54810288924490272 * (tau - 1.21712927295533244) * (
-            tau - 0.61620406037800089
-        ) * t2
-        b5 = 47.37952196281928122 * (tau - 1.203071208372362603) * (
-            tau - 0.658047292653547382
-        ) * t2
-        b6 = -34.87065786149660974 * (tau - 1.2) * (tau - 0.666666666666666667) * t2
-        b7 = 2.5 * (tau - 1.0) * (tau - 0.6) * t2
+        b1, b2, b3, b4, b5, b6, b7 = _tsit5_weights(tau)
         for i in range(ns):
             out[i] = y0[i, w] + (
                 b1 * K[0, i, w] + b2 * K[1, i, w] + b3 * K[2, i, w] + b4 * K[3, i, w]
@@ -593,15 +605,18 @@ def _interpolate(solver, t, t0, t1, y0, y1, K, w, ns, out):
 
 @_inline
 def _root(solver, t0, t1, y0, y1, K, w, ns, tmp, values, X, Y, loss, L, d, norm0, collapse,
-          escape, loss_tol, span_atol):
+          escape, loss_tol, span_atol, logs, scale):
     """The event time in [t0, t1] by bisection on the interpolant (flows._events.Bisection,
-    started at t1, flip=True); NaN if the budget runs out."""
+    started at t1, flip=True); NaN if the budget runs out. ``logs``: the state holds
+    log(θ/``scale``)."""
     lower, upper = t0, t1
     t = upper
     for _ in range(_ROOT_STEPS):
         if abs(lower - upper) < span_atol + _EVENT_RTOL * abs(t):
             return t
         _interpolate(solver, t, t0, t1, y0, y1, K, w, ns, tmp)
+        if logs:
+            _exp(tmp, L * d, scale)
         g = _condition(tmp.reshape((ns, 1)), 0, values, X, Y, loss, L, d, norm0, collapse,
                        escape, loss_tol)  # fmt: skip
         if g < 0.0:
@@ -610,6 +625,77 @@ def _root(solver, t0, t1, y0, y1, K, w, ns, tmp, values, X, Y, loss, L, d, norm0
             lower = t
         t = lower + 0.5 * (upper - lower)
     return np.nan
+
+
+@_inline
+def _exp(v, n, scale):
+    """θ = scale·exp(u) in place for the first n (= L·d) entries of one lane's state held as
+    u = log(θ/scale) (an arc-length clock's τ, after them, is kept)."""
+    for i in range(n):
+        v[i] = scale * math.exp(v[i])
+
+
+@_inline
+def _log_field(logs, arc, y, out, th, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d,
+               S, V, M, r0, acc, scale, q):
+    r"""out = f(y) on every lane (:func:`_field`).
+
+    With ``logs`` the state holds u = log(θ/c), c = ``scale`` per lane (the start's max|θ|, so
+    that u is of order 1 at every scale), and out = f(θ)/θ = du/dt (0 for a weight at 0,
+    u = -inf, an equilibrium of every rule here). For GD and ℓ2-SAM, whose
+    fields are homogeneous, :math:`f(\lambda	heta;\lambda
+ho)=\lambda^{L-1}f(	heta;
+ho)`
+    (docs/theory.md §6), the field is evaluated at θ/m with ρ/m, m = max|θ| of the lane: a weight
+    far below the others (a deep decay, down to 1e-300 of the largest) is resolved at every
+    scale of θ, as on the scale twin m = 1. Other rules are evaluated at θ itself. ``th`` holds
+    the θ (or θ/m) of the evaluation in its first L·d rows; ``q``: a (5, W) block for the scaled
+    parameters.
+
+    With ``arc`` too, the clock is the arc length s of u with the floor ``r0`` (per lane):
+    :math:`d	au/ds=1/(\lVert\dot u
+Vert+r_0)`, carried in the state after u, and out =
+    (du/ds, dτ/ds): the same path, on which a finite-τ blow-up (L ≥ 3) and a finite-τ collapse
+    (L = 2) are straight lines in u (docs/theory.md §5)."""
+    if not logs:
+        _field(y, out, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, M)
+        return
+    Ld = L * d
+    nw = y.shape[1]
+    homogeneous = kind == _GD or kind == _L2
+    for w in range(nw):
+        top = -np.inf
+        for i in range(Ld):
+            top = max(top, y[i, w])
+        acc[w] = top if homogeneous else 0.0  # log(m/c)
+        for r in range(5):
+            q[r, w] = p[r, w]
+        if homogeneous:
+            q[0, w] = p[0, w] / (scale[w] * math.exp(top))  # ρ/m
+    for i in range(Ld):
+        for w in range(nw):
+            v = math.exp(y[i, w] - acc[w])
+            th[i, w] = v if homogeneous else scale[w] * v
+    _field(th, out, kind, per_layer, q, X, Y, CX, loss, rescaled, clock, L, d, S, V, M)
+    for w in range(nw):  # m^(L-2): du/dt of θ from that of θ/m
+        acc[w] = math.exp((L - 2) * (math.log(scale[w]) + acc[w])) if homogeneous else 1.0
+    for i in range(Ld):
+        for w in range(nw):
+            v = th[i, w]
+            out[i, w] = out[i, w] / v * acc[w] if v != 0.0 else 0.0
+    if arc:
+        for w in range(nw):
+            acc[w] = 0.0
+        for i in range(Ld):  # (a weight under _FLOOR: its f(θ)/θ is not resolved, left out)
+            for w in range(nw):
+                acc[w] += out[i, w] * out[i, w] if th[i, w] > _FLOOR else 0.0
+        for w in range(nw):
+            acc[w] = 1.0 / (math.sqrt(acc[w]) + r0[w])
+        for i in range(Ld):
+            for w in range(nw):
+                out[i, w] = out[i, w] * acc[w]
+        for w in range(nw):
+            out[Ld, w] = acc[w]
 
 
 @_inline
@@ -643,15 +729,190 @@ def _stage(out, y, K, a, s, M):
                        + a3 * K[3, k]) + a4 * K[4, k]) + a5 * K[5, k]  # fmt: skip
 
 
+# --- j† along the run (one lane; the analysis's runs, flows._tracking) ---------------------
+
+
+@_inline
+def _log_size(v, j, L, d, logs):
+    """log|β_j| = Σ_l log|θ_lj| of the state v (flat, (ns,); ``logs``: v holds log θ)."""
+    s = 0.0
+    for lay in range(L):
+        s += v[lay * d + j] if logs else math.log(abs(v[lay * d + j]))
+    return s
+
+
+@_inline
+def _overtaker(v, a, L, d, tie_ulps, logs, offset):
+    """The index whose |β| exceeds the leader ``a``'s by more than the tie margin of
+    :func:`flows._tracking.tie_margin` (the largest such, the lowest on a tie), else -1.
+
+    Compared as products while every |β_j| is a normal number far from overflow (no
+    logarithm per sample), else as sums of logs (``logs``: v holds log(θ/c), and ``offset`` =
+    L log c is added to the leader's for its margin)."""
+    pa = 1.0
+    if not logs:
+        for lay in range(L):
+            pa *= abs(v[lay * d + a])
+    if not logs and pa > 1e-290 and pa < 1e290:
+        best, top = -1, pa * (1.0 + tie_ulps * _EPS * max(1.0, abs(math.log(pa))))
+        products = True
+        for j in range(d):
+            if j == a:
+                continue
+            p = 1.0
+            for lay in range(L):
+                p *= abs(v[lay * d + j])
+            if not (p < 1e290 and (p > 1e-290 or p < pa)):
+                products = False
+                break
+            if p > top:
+                best, top = j, p
+        if products:
+            return best
+    la = _log_size(v, a, L, d, logs)
+    best, top = -1, la + tie_ulps * _EPS * max(1.0, abs(la + offset))
+    for j in range(d):
+        if j != a:
+            lj = _log_size(v, j, L, d, logs)
+            if lj > top:
+                best, top = j, lj
+    return best
+
+
+@_inline
+def _gap(v, a, L, d, logs):
+    """(max_{j≠a} log|β_j| − log|β_a|, its argmax): positive once another index leads."""
+    la = _log_size(v, a, L, d, logs)
+    best, top = -1, -np.inf
+    for j in range(d):
+        if j != a:
+            lj = _log_size(v, j, L, d, logs)
+            if lj > top or best < 0:
+                best, top = j, lj
+    return top - la, best
+
+
+@_inline
+def _order_kept(v, q0, mu, L, d, q, logs):
+    """:func:`analysis._certify.keeps_invariant_order` for GD, ℓ2-SAM and LE-SAM at L ≥ 3
+    from a balanced start: every pair q0_j < q0_k keeps q_j < q_k, q_j = μ_j min_l θ_lj^(L-2)
+    (``q0``: the run's first start's; with ``logs``, v holds log θ and q is compared as
+    log q_j, the same order)."""
+    for j in range(d):
+        a = v[j]
+        for lay in range(1, L):
+            a = min(a, v[lay * d + j])
+        q[j] = math.log(mu[j]) + (L - 2) * a if logs else mu[j] * a ** (L - 2)
+    for j in range(d):
+        for k in range(d):
+            if q0[j] < q0[k] and not q[j] < q[k]:
+                return False
+    return True
+
+
+@_inline
+def _track(solver, t0, t1, t_hi, y, yi, K, w, ns, tmp, q, L, d, samples, tie_ulps, span_atol,
+           n, lead, lost, guard, q0, mu, sw_t, sw_j, sw_n, logs, tau, offset):
+    """Follow j† through the accepted step [t0, t1] up to ``t_hi`` (t1, or the event time).
+
+    j† is read at ``samples`` equally spaced points of the step's interpolant, by the tie rule
+    (:func:`_overtaker`); each change is located by bisection on the interpolant (the earliest
+    time another index overtakes the leader, to the events' tolerance) and recorded as
+    (time, new index) in the lane's slots (``sw_n`` counts them all). With ``guard``, a change
+    seen in a state that breaks the exact flow's q-order (:func:`_order_kept`) is rounding:
+    it is not recorded and the run is marked ``lost`` (nothing is tracked after it). ``tau``: the
+    state's slot of τ on an arc-length clock (the time recorded), or -1."""
+    prev = t0
+    slots = sw_t.shape[1]
+    for k in range(1, samples + 1):
+        t = t_hi if k == samples else t0 + (t_hi - t0) * (k / samples)
+        for _ in range(d):  # at most d changes between two samples
+            _interpolate(solver, t, t0, t1, y, yi, K, w, ns, tmp)
+            a = lead[n]
+            if _overtaker(tmp, a, L, d, tie_ulps, logs, offset) < 0:
+                break
+            lo, hi = prev, t
+            for _ in range(_ROOT_STEPS):
+                if abs(hi - lo) < span_atol + _EVENT_RTOL * abs(hi):
+                    break
+                mid = lo + 0.5 * (hi - lo)
+                _interpolate(solver, mid, t0, t1, y, yi, K, w, ns, tmp)
+                g, _c = _gap(tmp, a, L, d, logs)
+                if g > 0.0:
+                    hi = mid
+                else:
+                    lo = mid
+            _interpolate(solver, hi, t0, t1, y, yi, K, w, ns, tmp)
+            g, c = _gap(tmp, a, L, d, logs)
+            if guard and not _order_kept(tmp, q0[n], mu, L, d, q, logs):
+                lost[n] = True
+                return
+            m = sw_n[n]
+            if m < slots:
+                sw_t[n, m] = tmp[tau] if tau >= 0 else hi
+                sw_j[n, m] = c
+            sw_n[n] = m + 1
+            lead[n] = c
+            prev = hi
+
+
+@_inline
+def _may_switch(y, K, flag, traj, lead, samples, L, d, logs, blk, size, top):
+    """flag[w] = 1 where j† may change inside lane w's step (Tsit5), else 0, in lane loops: at
+    the samples of :func:`_track` another |β_j| exceeds the leader's by more than 64 ulps (a
+    superset of the tie rule's changes), or a size is not a normal number. Only flagged lanes
+    run :func:`_track`."""
+    ns, nw = y.shape
+    for w in range(nw):
+        flag[w] = 0.0
+    for k in range(1, samples + 1):
+        b1, b2, b3, b4, b5, b6, b7 = _tsit5_weights(k / samples)
+        for i in range(ns):
+            for w in range(nw):
+                blk[i, w] = y[i, w] + (
+                    b1 * K[0, i, w] + b2 * K[1, i, w] + b3 * K[2, i, w] + b4 * K[3, i, w]
+                    + b5 * K[4, i, w] + b6 * K[5, i, w] + b7 * K[6, i, w]
+                )  # fmt: skip
+        for j in range(d):
+            for w in range(nw):
+                size[j, w] = 0.0 if logs else 1.0
+            for lay in range(L):
+                for w in range(nw):
+                    v = blk[lay * d + j, w]
+                    size[j, w] = size[j, w] + v if logs else size[j, w] * abs(v)
+        for w in range(nw):
+            n = traj[w]
+            a = lead[n] if n >= 0 else 0
+            sa = size[a, w]
+            if logs:  # the smallest margin of the tie rule (the state is shifted by log c)
+                top[w] = sa + 64.0 * _EPS
+            else:
+                top[w] = sa * (1.0 + 64.0 * _EPS)
+                if not (sa > 1e-290 and sa < 1e290):
+                    flag[w] = 1.0
+        for j in range(d):
+            for w in range(nw):
+                v = size[j, w]
+                flag[w] = 1.0 if (v > top[w] or v != v) else flag[w]
+
+
 # --- the loop -------------------------------------------------------------------------------
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer, X, Y, loss,
-               rescaled, clock, L, d, rtol, max_steps, collapse, escape, loss_tol,
-               saved, yend, status, t_end, n_steps, n_rejected):
+def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer, X, Y, loss,
+               rescaled, clock, L, d, rtol, max_steps, collapses, escapes, loss_tol,
+               saved, yend, status, t_end, n_steps, n_rejected,
+               track, samples, tie_ulps, guard, q0, lead, lost, sw_t, sw_j, sw_n, logs, arc,
+               r0s):
     """Integrate trajectories first..last-1, W at a time, each lane refilled when its
-    trajectory ends. Writes rows of the output arrays."""
+    trajectory ends: trajectory n to ``t1s[n]``, collapsing at ``collapses[n]`` and escaping at
+    ``escapes[n]`` (0: none).
+    Writes rows of the output arrays; with ``track``, follows j† (:func:`_track`). With
+    ``logs`` the state is u = log θ (every θ > 0; no clock): the inputs and outputs are θ. With
+    ``arc`` too, the integration variable is the arc length s of :func:`_log_field` (floor
+    ``r0s[n]``), τ is the state's last entry (0 in ``y0s``), ``t1s`` are budgets of s, and
+    ``t_end`` and the switch times are τ."""
     ns = y0s.shape[1]
     Ld = L * d
     T = ts.shape[0]
@@ -669,6 +930,13 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
     tnext = np.zeros(W)
     atol = np.ones(W)
     norm0 = np.ones(W)
+    t1w = np.ones(W)
+    floor = np.ones(W)
+    span = np.ones(W)
+    coll = np.zeros(W)
+    esc = np.zeros(W)
+    mu = X[0] * Y[0]
+    qs = np.zeros(d)
     prev_factor = np.ones(W)
     old = np.zeros(W)
     run = np.zeros(W, np.int64)
@@ -680,6 +948,19 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
     bad = np.zeros(W)
     err = np.zeros(W)
     tmp = np.zeros(ns)
+    tmp2d = np.zeros(ns)
+    th = np.ones((ns, W))
+    thb = np.ones((ns, W))
+    r0 = np.ones(W)
+    acc = np.ones(W)
+    sc = np.ones(W)
+    pq = np.zeros((5, W))
+    tau = Ld if arc else -1  # the slot of τ in the state
+    blk = np.ones((ns, W))
+    sizes = np.ones((d, W))
+    flag = np.ones(W)
+    top = np.ones(W)
+    prefilter = track and solver == 0
     values = np.zeros(4)
     hb = np.zeros((ns, W))
     going = np.zeros(W)
@@ -689,10 +970,6 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
     hbf = hb.reshape(M)
     Kf = K.reshape((7, M))
     K0 = Kf[0]
-    floor = t1
-    for _ in range(100):
-        floor = np.nextafter(floor, -np.inf)
-    span_atol = _EVENT_ATOL * abs(t1) + _TINY
     nxt = first
     active = 0
     while True:
@@ -706,10 +983,21 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
             active += 1
             for i in range(ns):
                 y[i, w] = y0s[n, i]
+                th[i, w] = y0s[n, i]
             for r in range(5):
                 p[r, w] = params[n, r]
             atol[w] = atols[n]
-            norm0[w] = _norm(y, w, Ld)
+            norm0[w] = _norm(th, w, Ld)
+            t1 = t1s[n]
+            t1w[w] = t1
+            fl = t1
+            for _ in range(100):
+                fl = np.nextafter(fl, -np.inf)
+            floor[w] = fl
+            span[w] = _EVENT_ATOL * abs(t1) + _TINY
+            coll[w] = collapses[n]
+            r0[w] = r0s[n]
+            esc[w] = escapes[n]
             tprev[w] = 0.0
             tnext[w] = min(_FIRST_STEP, t1)
             prev_factor[w] = 1.0
@@ -721,8 +1009,8 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
             for k in range(T):
                 for i in range(ns):
                     saved[n, k, i] = np.nan
-            old[w] = _going(y, w, X, Y, loss, L, d, norm0[w], collapse, escape, loss_tol)
-            if loss_tol > 0.0 and not _mean_loss(y, w, X, Y, loss, L, d) > loss_tol:
+            old[w] = _going(th, w, X, Y, loss, L, d, norm0[w], coll[w], esc[w], loss_tol)
+            if loss_tol > 0.0 and not _mean_loss(th, w, X, Y, loss, L, d) > loss_tol:
                 # a start at or below loss_tol has converged at t = 0 (no step, no event)
                 status[n] = _CONVERGED
                 t_end[n] = 0.0
@@ -737,10 +1025,18 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 traj[w] = -1
                 active -= 1
                 for i in range(ns):
-                    y[i, w] = 1.0
+                    y[i, w] = 0.0 if logs else 1.0
                 continue
+            if logs:  # u = log(θ/c), c = max|θ0|
+                c = 0.0
+                for i in range(Ld):
+                    c = max(c, abs(y[i, w]))
+                sc[w] = c
+                for i in range(Ld):
+                    y[i, w] = math.log(y[i, w] / c)
             # f(0, y0), the first stage (the other lanes' values are thrown away)
-            _field(y, fs, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, Mg)
+            _log_field(logs, arc, y, fs, thb, kind, per_layer, p, X, Y, CX, loss, rescaled, clock,
+                       L, d, S, V, Mg, r0, acc, sc, pq)  # fmt: skip
             for i in range(ns):
                 f[i, w] = fs[i, w]
         if active == 0:
@@ -757,7 +1053,8 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
             K0[k] = hbf[k] * ff[k]
         for s in range(1, 7):
             _stage(yif, yf, Kf, A[s], s, M)
-            _field(yi, fs, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, Mg)
+            _log_field(logs, arc, yi, fs, thb, kind, per_layer, p, X, Y, CX, loss, rescaled, clock,
+                       L, d, S, V, Mg, r0, acc, sc, pq)  # fmt: skip
             Ks = Kf[s]
             for k in range(M):
                 Ks[k] = hbf[k] * fsf[k]
@@ -778,17 +1075,31 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 e = np.inf if e != e else e
                 bad[w] = 1.0 if abs(e) == np.inf else bad[w]
                 cand = y[i, w] if nan_y1[w] != 0.0 else yi[i, w]
-                v = e / (atol[w] + max(abs(y[i, w]), abs(cand)) * rtol)
+                if logs and i < Ld:  # θ's control in u: e_θ/(atol + rtol θ) = e_u/(rtol + atol/θ)
+                    big = sc[w] * math.exp(max(y[i, w], cand))  # (u = -inf: a weight at 0)
+                    v = e / (rtol + atol[w] / big) if big > 0.0 else 0.0
+                elif i == tau:  # τ on the arc-length clock: relative above 1
+                    v = e / (rtol * max(1.0, abs(y[i, w]), abs(cand)))
+                else:
+                    v = e / (atol[w] + max(abs(y[i, w]), abs(cand)) * rtol)
                 if not (clock and i == ns - 1):  # the clock's o: flows._options.error_norm
                     err[w] += v * v
-        _going_lanes(yi, going, X, Y, loss, L, d, norm0, collapse, escape, loss_tol, V[0], V[1],
-                     S[0])  # fmt: skip
+        # (with logs: θ = c·exp(yi))
+        if logs:
+            for i in range(Ld):
+                for w in range(nw):
+                    thb[i, w] = sc[w] * math.exp(yi[i, w])
+        _going_lanes(thb if logs else yi, going, X, Y, loss, L, d, norm0, coll, esc, loss_tol,
+                     V[0], V[1], S[0])  # fmt: skip
+        if prefilter:
+            _may_switch(y, K, flag, traj, lead, samples, L, d, logs, blk, sizes, top)
         # per lane: the controller, saving, the event, the end of the trajectory
         for w in range(W):
             n = traj[w]
             if n < 0:
                 continue
             hw = h[w]
+            t1 = t1w[w]
             e = math.sqrt(err[w]) / math.sqrt(ns)
             keep = e < 1.0
             inv = 1.0 / e
@@ -821,7 +1132,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
             if not keep:
                 rejected[w] += 1
             tprev[w] = min(t0n, t1)
-            if t1n > floor:
+            if t1n > floor[w]:
                 tnext[w] = t1 if keep else tprev[w] + 0.5 * (t1 - tprev[w])
             else:
                 tnext[w] = t1n
@@ -831,16 +1142,23 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 while k_save[w] < T and ts[k_save[w]] <= step_t1:
                     _interpolate(solver, ts[k_save[w]], step_t0, step_t1, y, yi, K, w, ns,
                                  saved[n, k_save[w]])  # fmt: skip
+                    if logs:
+                        _exp(saved[n, k_save[w]], Ld, sc[w])
                     k_save[w] += 1
                 new = going[w]
+                t_hi = step_t1
                 if old[w] > 0.0 and new <= 0.0:
                     te = _root(solver, step_t0, step_t1, y, yi, K, w, ns, tmp, values, X, Y,
-                               loss, L, d, norm0[w], collapse, escape, loss_tol, span_atol)
+                               loss, L, d, norm0[w], coll[w], esc[w], loss_tol, span[w], logs,
+                               sc[w])  # fmt: skip
                     if te == te:
+                        t_hi = te
                         _interpolate(solver, te, step_t0, step_t1, y, yi, K, w, ns, tmp)
+                        if logs:
+                            _exp(tmp, Ld, sc[w])
                         tmp2 = tmp.reshape((ns, 1))
                         code = _event_status(tmp2, 0, values, X, Y, loss, L, d, norm0[w],
-                                             collapse, escape, loss_tol)  # fmt: skip
+                                             coll[w], esc[w], loss_tol)  # fmt: skip
                         code = code if _representable(tmp2, 0, L, d) else _NONFINITE
                         for i in range(ns):
                             yend[n, i] = tmp[i]
@@ -848,7 +1166,13 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                         code = _NONFINITE
                         te = step_t1
                         for i in range(ns):
-                            yend[n, i] = yi[i, w]
+                            yend[n, i] = (sc[w] * math.exp(yi[i, w]) if logs and i < Ld
+                                          else yi[i, w])  # fmt: skip
+                look = flag[w] != 0.0 or code != _RUNNING or not prefilter
+                if track and look and not lost[n] and code != _NONFINITE:
+                    _track(solver, step_t0, step_t1, t_hi, y, yi, K, w, ns, tmp2d, qs, L, d,
+                           samples, tie_ulps, span[w], n, lead, lost, guard, q0, mu, sw_t,
+                           sw_j, sw_n, logs, tau, L * math.log(sc[w]))  # fmt: skip
                 old[w] = new
                 for i in range(ns):
                     y[i, w] = yi[i, w]
@@ -863,12 +1187,12 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                     code = _MAXED
                 if code != _RUNNING:
                     for i in range(ns):
-                        yend[n, i] = y[i, w]
-                    if not _representable(y, w, L, d):
+                        yend[n, i] = sc[w] * math.exp(y[i, w]) if logs and i < Ld else y[i, w]
+                    if not _representable(yend[n].reshape((ns, 1)), 0, L, d):
                         code = _NONFINITE
             if code != _RUNNING:
                 status[n] = code
-                t_end[n] = te
+                t_end[n] = yend[n, tau] if arc else te
                 n_steps[n] = steps[w]
                 n_rejected[n] = rejected[w]
                 for k in range(T):
@@ -878,19 +1202,30 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1, solver, kind, per_layer,
                 traj[w] = -1
                 active -= 1
                 for i in range(ns):  # a benign idle lane (no subnormals, no NaN)
-                    y[i, w] = 1.0
+                    y[i, w] = 0.0 if logs else 1.0
                     f[i, w] = 0.0
 
 
 def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss, rescaled,
-             clock, L, d, rtol, max_steps, collapse, escape, loss_tol, chunk=None, threads=None):
+             clock, L, d, rtol, max_steps, collapse, escape, loss_tol, chunk=None, threads=None,
+             tracking=None, logs=False, r0=None):
     """Integrate every row of ``y0s`` (N, ns) on ``threads`` threads (default: every core);
     validated inputs only (:func:`flows.solve_many`).
 
     ``params`` (N, 5): each trajectory's rule parameters (:data:`flows._rules.PARAMS`);
-    ``atols`` (N,): absolute tolerances; ``collapse``, ``escape``, ``loss_tol``: the event
-    thresholds, or 0 for none. Returns NumPy arrays: ``saved`` (N, T, ns), ``y_end``
-    (N, ns), ``status``, ``t_end``, ``n_steps``, ``n_rejected`` (N,).
+    ``atols`` (N,): absolute tolerances; ``t1``: the end time, a number or one per trajectory
+    (N,); ``collapse``, ``escape`` (each a number or (N,)), ``loss_tol``: the event thresholds, or
+    0 for none. ``tracking``: None, or a dict that follows j† along each run (the analysis's
+    runs, :mod:`flows._tracking`): ``lead`` (N,) the leader at the start (updated in place),
+    ``lost`` (N,) bool (updated in place), ``q0`` (N, d) and ``guard`` (the q-order guard of
+    :func:`_order_kept`), ``slots``, ``samples`` and ``tie_ulps``. ``logs``: integrate
+    u = log θ (every θ >= 0, no clock) under θ's error control, atol + rtol·θ, read in u.
+    ``r0`` (with ``logs``): integrate on the arc-length clock of :func:`_log_field` with that
+    floor (a number or (N,)); ``y0s`` then ends with τ = 0 and ``t1`` is a budget of arc length.
+    Returns NumPy arrays:
+    ``saved`` (N, T, ns), ``y_end`` (N, ns), ``status``, ``t_end``, ``n_steps``,
+    ``n_rejected`` (N,), and with ``tracking`` the switches ``sw_t``, ``sw_j`` (N, slots) and
+    their count ``sw_n`` (N,).
     """
     N, ns = y0s.shape
     T = ts.shape[0]
@@ -902,14 +1237,25 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
         saved=np.empty((N, T, ns)), y_end=np.empty((N, ns)), status=np.empty(N, np.int64),
         t_end=np.empty(N), n_steps=np.empty(N, np.int64), n_rejected=np.empty(N, np.int64),
     )  # fmt: skip
+    tr = tracking or {}
+    slots = int(tr.get("slots", 1))
+    out.update(sw_t=np.full((N, slots), np.nan), sw_j=np.full((N, slots), -1, np.int64),
+               sw_n=np.zeros(N, np.int64))  # fmt: skip
+    lead = tr["lead"] if tracking else np.zeros(N, np.int64)
+    lost = tr["lost"] if tracking else np.zeros(N, np.bool_)
+    q0 = tr["q0"] if tracking else np.zeros((N, d))
+    full = lambda v: np.ascontiguousarray(np.broadcast_to(np.asarray(v, float), (N,)))  # noqa: E731
     args = (
         chunks, np.ascontiguousarray(y0s, float), np.ascontiguousarray(params, float),
-        np.ascontiguousarray(atols, float), np.ascontiguousarray(ts, float), float(t1),
+        np.ascontiguousarray(atols, float), np.ascontiguousarray(ts, float), full(t1),
         int(solver), int(kind), bool(per_layer), np.ascontiguousarray(X, float),
         np.ascontiguousarray(Y, float), int(loss), bool(rescaled), bool(clock), int(L), int(d),
-        float(rtol), int(max_steps), float(collapse), float(escape), float(loss_tol),
+        float(rtol), int(max_steps), full(collapse), full(escape), float(loss_tol),
         out["saved"], out["y_end"], out["status"], out["t_end"], out["n_steps"],
-        out["n_rejected"],
+        out["n_rejected"], bool(tracking), int(tr.get("samples", 1)),
+        float(tr.get("tie_ulps", 0.0)), bool(tr.get("guard", False)),
+        np.ascontiguousarray(q0, float), lead, lost, out["sw_t"], out["sw_j"], out["sw_n"],
+        bool(logs), r0 is not None, full(1.0 if r0 is None else r0),
     )  # fmt: skip
     bounds = list(zip(chunks[:-1], chunks[1:], strict=True))
     if threads == 1 or len(bounds) == 1:

@@ -165,7 +165,6 @@ def _atols(options, theta0):
 def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers):
     """The numba engine on validated inputs: ``theta0`` (N, L, d) and ``ts`` NumPy arrays,
     ``values`` the checked ``params``; refuses (naming ``method``) a method it cannot run."""
-    from . import _engine
 
     if not engine_supports(method):
         raise ValueError(
@@ -175,19 +174,11 @@ def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, wor
 
     n, depth, d = theta0.shape
     clock = options.clock(method, rescaled)
-    y0s = theta0.reshape(n, depth * d)
-    if clock:
-        y0s = np.concatenate([y0s, np.zeros((n, 2))], axis=1)
-    solver = options.solver if isinstance(options.solver, str) else "tsit5"
     off = lambda v: 0.0 if v is None else float(v)  # noqa: E731
-    out = _engine.run_many(
-        y0s, _param_rows(method, values, n), _atols(options, theta0), ts, t1,
-        solver=_engine.SOLVERS[solver], kind=method.rule,
-        per_layer=bool(getattr(method, "per_layer", False)), X=np.asarray(data.X),
-        Y=np.asarray(data.y), loss=_engine.LOSSES[loss], rescaled=rescaled, clock=clock,
-        L=depth, d=d, rtol=options.rtol, max_steps=options.max_steps,
-        collapse=off(options.collapse_tol), escape=off(options.escape(rescaled)),
-        loss_tol=off(options.loss_tol), threads=workers,
+    out = engine_run(
+        method, values, data, theta0, ts=ts, t1=t1, rescaled=rescaled, loss=loss,
+        options=options, atols=_atols(options, theta0), collapse=off(options.collapse_tol),
+        workers=workers,
     )  # fmt: skip
     saved, y_end = out["saved"], out["y_end"]
     thetas = saved[..., : depth * d].reshape(n, ts.shape[0], depth, d)
@@ -200,6 +191,47 @@ def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, wor
     return _batch(
         ts, thetas, data, loss, out["status"], out["t_end"], theta_end, out["n_steps"],
         out["n_rejected"], t_real, t_real_end,
+    )  # fmt: skip
+
+
+def engine_run(method, values, data, theta0, *, ts, t1, rescaled, loss, options, atols, collapse,
+               escape=None, workers=None, tracking=None, logs=False, r0=None):
+    r"""The numba engine's raw run of every start ``theta0`` (N, L, d), unchecked: the rows of
+    :func:`flows._engine.run_many` (``t1``, ``atols``, ``collapse`` and ``escape`` a number or
+    one per trajectory; ``escape`` None: that of ``options``; ``values`` the per-trajectory rule
+    parameters of :func:`solve_many`'s ``params``; ``tracking`` as
+    :func:`flows._engine.run_many`). The analysis's compiled runs call it pass after pass
+    (:func:`analysis._drive.drive`); ``atols`` None: those of
+    ``options`` (``"auto"``: relative to each start). ``logs``: integrate :math:`u=\log\theta`
+    (every θ >= 0, no clock) under θ's error control, atol + rtol·θ, which is relative for every
+    weight far above atol however far it decays; ``r0``
+    (with ``logs``): on the arc-length clock of :func:`flows._engine._log_field` with that
+    floor (``t1`` then a budget of arc length; ``t_end`` and the switch times are τ)."""
+    from . import _engine
+
+    if atols is None:
+        atols = _atols(options, theta0)
+
+    n, depth, d = theta0.shape
+    clock = options.clock(method, rescaled)
+    y0s = theta0.reshape(n, depth * d)
+    if clock:
+        y0s = np.concatenate([y0s, np.zeros((n, 2))], axis=1)
+    if r0 is not None:  # τ, carried on the arc-length clock
+        y0s = np.concatenate([y0s, np.zeros((n, 1))], axis=1)
+    solver = options.solver if isinstance(options.solver, str) else "tsit5"
+    if escape is None:
+        escape = options.escape(rescaled)
+        escape = 0.0 if escape is None else float(escape)
+    return _engine.run_many(
+        y0s, _param_rows(method, values, n), atols, ts, t1,
+        solver=_engine.SOLVERS[solver], kind=method.rule,
+        per_layer=bool(getattr(method, "per_layer", False)), X=np.asarray(data.X),
+        Y=np.asarray(data.y), loss=_engine.LOSSES[loss], rescaled=rescaled, clock=clock,
+        L=depth, d=d, rtol=options.rtol, max_steps=options.max_steps, collapse=collapse,
+        escape=escape,
+        loss_tol=0.0 if options.loss_tol is None else float(options.loss_tol), threads=workers,
+        tracking=tracking, logs=logs, r0=r0,
     )  # fmt: skip
 
 

@@ -75,18 +75,26 @@ def _check_atol(atol):
     """
     if isinstance(atol, str) and atol == "auto":
         return atol
-    if isinstance(atol, (jax.Array, np.ndarray, np.generic)) and not isinstance(atol, bool):
-        arr = jnp.asarray(atol)
+    return _check_dynamic("atol", atol, 0.0, np.inf, "'auto', ")
+
+
+def _check_dynamic(name, value, low, high, also=""):
+    """A tolerance in (low, high) that may also be a 0-d float array (jax or numpy, possibly
+    traced), kept as a float64 JAX array: a dynamic leaf of the options, one compilation for
+    every value. A concrete array is checked here; a traced one cannot be, and its caller
+    guarantees it."""
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)) and not isinstance(value, bool):
+        arr = jnp.asarray(value)
         if arr.shape != () or not jnp.issubdtype(arr.dtype, jnp.floating):
             raise ValueError(
-                "`atol` must be 'auto', a number in (0, inf) or a 0-d float array; got an "
-                f"array of shape {arr.shape} and dtype {arr.dtype}."
+                f"`{name}` must be {also}a number in ({low}, {high}) or a 0-d float array; got "
+                f"an array of shape {arr.shape} and dtype {arr.dtype}."
             )
         arr = arr.astype(jnp.float64)
-        if not isinstance(arr, jax.core.Tracer) and not (np.isfinite(arr) and arr > 0):
-            raise ValueError(f"`atol` must be positive and finite; got {float(arr)!r}.")
+        if not isinstance(arr, jax.core.Tracer) and not (low < arr < high):
+            raise ValueError(f"`{name}` must be in ({low}, {high}); got {float(arr)!r}.")
         return arr
-    return _check_tol("atol", atol, 0.0, np.inf)
+    return _check_tol(name, value, low, high)
 
 
 def _check_solver(solver, backend):
@@ -161,9 +169,12 @@ class SolverOptions(eqx.Module):
             (``max_steps``) after ``50 max_steps`` calls of the field and its Jacobian, or
             2,000 calls without completing a step (LSODA can call it for ever without
             finishing a step).
-        collapse_tol: relative collapse threshold in (0, 1), or None.
+        collapse_tol: relative collapse threshold in (0, 1), or None; a 0-d float array is
+            held as a dynamic leaf, as ``atol`` (the analysis sets each pass's threshold from
+            a traced state, :func:`analysis._run.thresholds`).
         escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
-            rescaled flow, none for the plain flow).
+            rescaled flow, none for the plain flow); a 0-d float array is held as a dynamic
+            leaf, as ``collapse_tol``.
         loss_tol: loss threshold > 0, or None.
         dense: keep the solver's dense interpolant (diffrax only), so that
             ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in ``[0, t_end]``
@@ -217,9 +228,9 @@ class SolverOptions(eqx.Module):
                 "`rtol` and `atol` must be positive numbers (or atol='auto'), not None."
             )
         self.max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
-        self.collapse_tol = _check_tol("collapse_tol", collapse_tol, 0.0, 1.0)
+        self.collapse_tol = _check_dynamic("collapse_tol", collapse_tol, 0.0, 1.0)
         if not (isinstance(escape_tol, str) and escape_tol == "auto"):
-            escape_tol = _check_tol("escape_tol", escape_tol, 1.0, np.inf)
+            escape_tol = _check_dynamic("escape_tol", escape_tol, 1.0, np.inf)
         self.escape_tol = escape_tol
         self.loss_tol = _check_tol("loss_tol", loss_tol, 0.0, np.inf)
         if not isinstance(dense, bool):

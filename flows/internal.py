@@ -21,6 +21,7 @@ library needs none of them; their signatures may change with the packages that u
 """
 
 from ._config import enable_compilation_cache
+from ._many import engine_run, engine_supports
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
 from ._problem import check_data, check_loss, check_theta
@@ -31,6 +32,7 @@ from ._sweep._store import _read_npz as read_npz
 from ._sweep._store import _save_json as save_json
 from ._sweep._store import _save_npz as save_npz
 from ._sweep._store import _sha256 as file_sha256
+from ._tracking import SAMPLES_PER_STEP, TIE_ULPS, tie_margin
 from ._validate import (
     WrongTypeError,
     as_array,
@@ -44,6 +46,8 @@ from ._validate import (
 
 __all__ = [
     "READ_ERRORS",
+    "SAMPLES_PER_STEP",
+    "TIE_ULPS",
     "WrongTypeError",
     "as_array",
     "check_data",
@@ -56,6 +60,8 @@ __all__ = [
     "check_theta",
     "digest",
     "enable_compilation_cache",
+    "engine_run",
+    "engine_supports",
     "file_sha256",
     "integrate",
     "is_traced",
@@ -64,6 +70,7 @@ __all__ = [
     "save_json",
     "save_npz",
     "source_digest",
+    "tie_margin",
     "unit_and_norm",
     "with_overrides",
 ]

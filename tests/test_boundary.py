@@ -106,7 +106,7 @@ def test_linf_sam_alpha_c_is_rho_at_every_depth(depth, rho, monkeypatch):
     def no_solver(*args, **kwargs):
         raise AssertionError("the batched solver was called for a start-decided point")
 
-    monkeypatch.setattr(_boundary, "_batch", no_solver)
+    monkeypatch.setattr(_boundary, "classify", no_solver)
     b = analysis.critical_alpha(flows.LinfSAM(rho), MU, depth=depth, full_output=True)
     assert b.exists
     assert b.bracket[0] < rho < b.bracket[1]
@@ -125,7 +125,7 @@ def test_linf_sam_direct_alpha_is_rho_at_every_depth(depth, monkeypatch):
     def no_solver(*args, **kwargs):
         raise AssertionError("the batched solver was called for a start-decided point")
 
-    monkeypatch.setattr(_boundary, "_batch", no_solver)
+    monkeypatch.setattr(_boundary, "classify", no_solver)
     b = analysis.direct_alpha(flows.LinfSAM(1.0), MU, depth=depth, full_output=True)
     assert b.exists and b.bracket[0] < 1.0 < b.bracket[1]
     assert b.bracket[1] - b.bracket[0] <= 1e-8 * b.bracket[0]

@@ -199,6 +199,23 @@ class _Runner:
         return jax.tree_util.tree_map(np.asarray, out)
 
 
+class _BatchRunner:
+    """A batch function ``fn(**static, **points) -> dict of (n, ...) arrays`` run as it is, on
+    whole chunks (no jit, no vmap): a compiled engine of its own, e.g. the numba driver of
+    :func:`analysis.phase_diagram`."""
+
+    def __init__(self, fn, static_kw):
+        self.fn, self.static_kw = fn, static_kw
+
+    def compile(self, points, index):
+        del points, index  # nothing to compile here: the function compiles its own code
+
+    def __call__(self, points, index):
+        del index
+        out = self.fn(**self.static_kw, **{k: np.asarray(v) for k, v in points.items()})
+        return {k: np.asarray(v) for k, v in flatten_out(out).items()}
+
+
 class ChunkFn:
     """The per-point function with what a process needs to compile and run its chunks.
 
@@ -208,8 +225,10 @@ class ChunkFn:
     applies before it compiles.
     """
 
-    def __init__(self, fn, statics, combos, uses_key, seed, fn_id, devices, compile_cache_dir):
+    def __init__(self, fn, statics, combos, uses_key, seed, fn_id, devices, compile_cache_dir,
+                 batched=False):
         self.fn = fn
+        self.batched = bool(batched)
         self.statics = list(statics)
         self.combos = list(combos)
         self.uses_key = uses_key
@@ -236,9 +255,12 @@ class ChunkFn:
                 if len(_RUNNERS) >= 32:
                     _RUNNERS.pop(next(iter(_RUNNERS)))
                 static_kw = dict(zip(self.statics, self.combos[ci], strict=True))
-                _RUNNERS[rkey] = _Runner(
-                    self.fn, static_kw, self.uses_key, self.seed, self.devices()
-                )
+                if self.batched:
+                    _RUNNERS[rkey] = _BatchRunner(self.fn, static_kw)
+                else:
+                    _RUNNERS[rkey] = _Runner(
+                        self.fn, static_kw, self.uses_key, self.seed, self.devices()
+                    )
             return _RUNNERS[rkey]
 
 
@@ -301,6 +323,10 @@ def compute_chunk(chunk_fn: ChunkFn, ci, points, index, size, path, key):
     return out, errors, time.perf_counter() - t0
 
 
+#: The default largest chunk of a batched function (:class:`_BatchRunner`).
+BATCH_CHUNK = 4096
+
+
 def choose_chunk_size(chunk_fn: ChunkFn, point0, n_points, chunk_size, max_chunk, budget, share):
     """The chunk size for this process's devices, after compiling static combination 0.
 
@@ -315,6 +341,11 @@ def choose_chunk_size(chunk_fn: ChunkFn, point0, n_points, chunk_size, max_chunk
     nd = len(devices)
     run = chunk_fn.runner(0)
     index0 = np.zeros(1, dtype=np.int64)
+    if chunk_fn.batched:  # its own compiled code: chunks for progress, balance and caching
+        if chunk_size is None:
+            per_worker = -(-n_points // (4 * share))  # a few chunks per concurrent worker
+            chunk_size = min(BATCH_CHUNK if max_chunk is None else max_chunk, per_worker)
+        return max(1, int(chunk_size)), {"backend": "batched", "devices": ["cpu"]}
     if chunk_size is None:
         max_chunk = default_chunk(devices) if max_chunk is None else max_chunk
         budget = (default_memory_budget() if budget is None else budget) // share

@@ -124,6 +124,7 @@ def sweep(
     seed: int = 0,
     key: str | None = None,
     progress: bool = True,
+    batched: bool = False,
     options: SweepOptions | None = None,
     **overrides,
 ) -> SweepResult:
@@ -154,6 +155,11 @@ def sweep(
             not visible in its source, closure or the grid; recorded and hashed.
         seed: recorded, hashed and used for the per-point ``key``.
         progress: show a progress bar over chunks (tqdm, on stderr).
+        batched: ``fn`` takes whole chunks (NumPy arrays with a leading axis of points, the
+            static values as they are) and returns a dict of arrays with that leading axis;
+            it is called as it is, without ``jax.jit`` or ``jax.vmap`` (a function with a
+            compiled engine of its own, e.g. the numba driver of
+            :func:`analysis.phase_diagram`). It cannot take a ``key``.
         options: a :class:`SweepOptions`: where and in what batches the chunks run (cost
             order, chunk size, devices, threads or a Dask cluster, compilation cache).
         overrides: fields of :class:`SweepOptions` as keywords (``executor="dask"``,
@@ -201,10 +207,16 @@ def sweep(
     if config is not None and not isinstance(config, Mapping):
         raise ValueError(f"`config` must be None or a mapping of JSON values; got {config!r}.")
     config = dict(config or {})
+    if batched:
+        config["batched"] = True
     try:
         json.dumps(config)
     except TypeError as err:
         raise ValueError(f"`config` must be JSON-serialisable: {err}") from None
+    if not isinstance(batched, (bool, np.bool_)):
+        raise ValueError(f"`batched` must be True or False; got {batched!r}.")
+    if batched and "key" in inspect.signature(fn).parameters:
+        raise ValueError("`batched`: a batched `fn` cannot take a per-point `key`.")
     make_executor = executor_factory(opts.executor, opts.workers, devices)  # checked
     grid = Grid(params, static, product, order)
     try:
@@ -230,10 +242,13 @@ def sweep(
             grid.combos,
             uses_key,
             seed,
-            function_key(fn, key, uses_key and int(seed), devices and [str(d) for d in devices])
+            function_key(
+                fn, key, uses_key and int(seed), devices and [str(d) for d in devices], batched
+            )
             or uuid.uuid4().hex,  # state it cannot describe: compiled for this sweep only
             devices,
             str(store.folder.parent / "jax-cache") if store and compile_cache else None,
+            batched,
         )
         ex.start(chunk_fn, store)
         chunk_size, where = ex.probe(
