@@ -26,8 +26,8 @@ class RegimePath(NamedTuple):
     sequence: list  # every j† visited, in order (0-based), returns included
     times: np.ndarray  # the switch times (τ), len(sequence) - 1 of them
     monotone: bool  # μ strictly increases along `sequence`
-    status: str  # status of the last solve
-    t_end: float  # τ at the end of the last solve (continuations add up)
+    status: str  # status of the last solve ("ok" with t_end 0 where the start decides the run)
+    t_end: float  # τ where the run was decided (the passes add up)
     loss_end: float  # loss at the end
     restarts: int  # solves continued from where the previous one stopped
 
