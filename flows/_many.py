@@ -186,7 +186,7 @@ def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, wor
         per_layer=bool(getattr(method, "per_layer", False)), X=np.asarray(data.X),
         Y=np.asarray(data.y), loss=_engine.LOSSES[loss], rescaled=rescaled, clock=clock,
         L=depth, d=d, rtol=options.rtol, max_steps=options.max_steps,
-        collapse=off(options.collapse_tol), escape=off(options.escape(rescaled)),
+        collapse=off(options.collapse_tol), escape=off(options.escape(rescaled, depth)),
         loss_tol=off(options.loss_tol), threads=workers,
     )  # fmt: skip
     saved, y_end = out["saved"], out["y_end"]
