@@ -157,9 +157,15 @@ class SolverOptions(eqx.Module):
             :math:`\mathrm{rtol}\,|\theta|` is subnormal (:math:`|\theta_0|\lesssim10^{-298}`
             at rtol = 1e-8) the error norm of diffrax's controller is 0/0 and LSODA
             refuses its error weights ("illegal input"); both end the run ``nonfinite``
-            at once. From 1e-150 to 1e150 the twins agree on both backends
-            (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
-            overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
+            at once. From :math:`\lambda=10^{-150}` up the twins agree on both backends
+            (``tests/test_solver_hostile.py``) as long as :math:`\beta=\prod\theta` stays
+            below :math:`1.8\times10^{308}`, i.e. :math:`|\theta|^L<10^{308}` along the run:
+            a run that escapes reaches :math:`\lVert\theta\rVert=E\lVert\theta_0\rVert`
+            (:math:`E` the escape threshold, :meth:`escape`), so its twins agree while
+            :math:`(E\lVert\theta_0\rVert)^L<10^{308}` (from :math:`\lVert\theta_0\rVert\approx1`:
+            up to about :math:`10^{148}` at :math:`L=2`, :math:`10^{92}` at :math:`L=3`); a run
+            that stays bounded, up to :math:`\max|\theta|^L<10^{308}`. Past that β overflows
+            first and the run ends ``nonfinite``.
         max_steps: step budget, an integer in [1, 2**62]. The scipy backend also stops
             (``max_steps``) after ``50 max_steps`` calls of the field and its Jacobian, or
             2,000 calls without completing a step (LSODA can call it for ever without
