@@ -83,3 +83,6 @@ def test_decide_reads_the_facts_of_a_failed_solves_last_state():
     assert _decide(flows.Status.OK) == -1  # continued
     assert _decide(flows.Status.SIGMA_NEGATIVE, **settled) == _regime.UNDETERMINED
     assert _decide(flows.Status.COLLAPSED, **settled) == _regime.COLLAPSE
+    # precedence (decide's docstring): 'stalled' before the shortcut of `need`
+    assert _decide(flows.Status.OK, escaped=True, stalled=True, need="escape") == _regime.STALLED
+    assert _decide(flows.Status.OK, escaped=True, need="escape") == _regime.SEQUENTIAL
