@@ -232,7 +232,8 @@ def main(argv: list[str]) -> int:
         for f in FAULTS:
             print(f"{f.name:4s} {f.area}  [{f.path}]  -> {' '.join(f.tests)}")
         return 0
-    chosen = [f for f in FAULTS if not argv or f.name in argv]
+    by_name = {f.name: f for f in FAULTS}
+    chosen = [by_name[n] for n in argv if n in by_name] if argv else FAULTS  # in argv's order
     unknown = set(argv) - {f.name for f in FAULTS}
     if unknown:
         print(f"unknown fault(s) {sorted(unknown)}; see --list", file=sys.stderr)
