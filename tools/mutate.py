@@ -180,7 +180,7 @@ FAULTS = [
           ("tests/test_experiments.py::test_quick_command_end_to_end",)),
     Fault("X8", "validator: a non-finite scalar parameter let through", "flows/_validate.py",
           "    bad = ~xp.isfinite(value)\n", "    bad = xp.isnan(value) & False\n",
-          ("tests/test_refusals.py",)),
+          ("tests/test_validate.py",)),
 ]
 
 
