@@ -139,8 +139,7 @@ def decide(
        :func:`analysis._certify.trapped`, exact ℓ∞-SAM at even :math:`L` with every
        :math:`|w_{lj}|<\rho`, where every layer shrinks to 0 in finite time; a solve restarted
        from such a state cannot see the collapse relative to its own tiny start): ``collapse``;
-    2. status ``nonfinite`` (a solver failure) or ``sigma_negative`` (a schedule with no budget
-       left): ``undetermined``;
+    2. status ``sigma_negative`` (a schedule with no budget left): ``undetermined``;
     3. ``stalled`` (:func:`analysis._certify.never_escapes`): ``stalled``;
     4. the shortcut of ``need`` (reported as ``sequential``: escaped, or not direct);
     5. a state that has lost the exact flow's order (``intact`` False, from
@@ -150,6 +149,9 @@ def decide(
     6. ``settled`` (:func:`analysis.certificate`): :func:`regime_code` of ``leader``, with
        ``visited_other`` and ``first`` (:math:`j^\dagger(0^+)`) as tracked so far.
 
+    Status ``nonfinite`` (a solver failure) is ``undetermined`` unless 3.–6. decide the run from
+    its last finite state (the certificates bound the perturbation by :math:`e` whatever the
+    rule reads later, e.g. a schedule that turns NaN).
     A solve that spent its time or step budget (``ok``, ``max_steps``: e.g. the stiff approach
     to the origin at even :math:`L\ge4`, where the normalised perturbation turns as
     :math:`\rho/\lVert w\rVert`) or stopped at its escape threshold is continued.
@@ -162,6 +164,9 @@ def decide(
     elif need == "direct":
         code = jnp.where(visited_other, SEQUENTIAL, code)
     code = jnp.where(stalled, STALLED, code)
-    failed = (status == flows.Status.NONFINITE) | (status == flows.Status.SIGMA_NEGATIVE)
-    code = jnp.where(failed, UNDETERMINED, code)
+    # a solver failure ends a run undecided only where the facts of its last (finite) state do
+    # not decide it: they hold for all later times whatever the perturbation does within its
+    # bound e (docs/theory.md §12), e.g. a schedule σ(t) that is NaN later on
+    code = jnp.where((status == flows.Status.NONFINITE) & (code < 0), UNDETERMINED, code)
+    code = jnp.where(status == flows.Status.SIGMA_NEGATIVE, UNDETERMINED, code)
     return jnp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)

@@ -38,6 +38,16 @@ def main(argv=None) -> int:
             parser.error(f"argument {flag}: must be a folder name")
         if os.path.exists(value) and not os.path.isdir(value):
             parser.error(f"argument {flag}: {value!r} exists and is not a folder")
+    from pathlib import Path
+
+    from figures.internal import check_folder
+
+    for flag, value in (("--out", args.out), ("--docs", args.docs)):
+        if value is not None:
+            try:
+                check_folder(flag, Path(value), create=True)
+            except ValueError as err:
+                parser.error(str(err))
     import flows  # heavy imports only after the flags are checked
 
     flows.configure()  # before the first JAX computation (importing ._run starts one)

@@ -4,6 +4,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from figures.internal import check_folder, folder_path
+
 from ._cnn import Schedule
 from ._cnnrun import run_cnn
 from ._diagonal import DiagonalConfig, run_diagonal
@@ -63,8 +65,9 @@ def run(out, quick: bool = False, docs=None, progress=print):
     Returns the list of verdicts."""
     start = time.perf_counter()
     plan = QUICK if quick else FULL
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_folder("`out`", folder_path("`out`", out), create=True)
+    if docs is not None:
+        docs = check_folder("`docs`", folder_path("`docs`", docs), create=True)
 
     def say(message):
         progress(f"[{time.perf_counter() - start:6.1f} s] {message}")

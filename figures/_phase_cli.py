@@ -197,6 +197,15 @@ def _settings(args, parser) -> dict:
             parser.error(f"--config {args.config}: not valid TOML ({err})")
         except UnicodeDecodeError:
             parser.error(f"--config {args.config}: not valid TOML (not UTF-8 text)")
+        spellings = {}
+        for k in raw:
+            spellings.setdefault(k.replace("-", "_"), []).append(k)
+        twice = [" and ".join(v) for v in spellings.values() if len(v) > 1]
+        if twice:
+            parser.error(
+                f"--config {args.config}: {'; '.join(twice)} are one setting, given twice; "
+                "keep one spelling"
+            )
         file = {k.replace("-", "_"): v for k, v in raw.items()}
         unknown = sorted(k for k in raw if k.replace("-", "_") not in DEFAULTS)
         if unknown:
@@ -224,6 +233,26 @@ def _toml_type_problem(key: str, value) -> str | None:
             or any(isinstance(v, bool) or not isinstance(v, item_types) for v in items)
         )
     return f"`{key}` must be {what}; got {value!r}" if bad else None
+
+
+#: The largest depth: float64's exponents span 2^±1024, so α^L leaves the float64 range past
+#: L = 1024 for every α outside [1/2, 2] (:func:`_check_depth`).
+MAX_DEPTH = 1024
+
+
+def _check_depth(depth, alpha) -> None:
+    r"""Refuse a depth at which :math:`\beta=\alpha^L` of a start of the diagram is not a normal
+    float64 (:math:`10^{-307}\le\alpha^L\le10^{308}`), or above ``MAX_DEPTH``, naming ``--depth``
+    and the limit; such a run would only under- or overflow (and each depth compiles)."""
+    worst = float(np.max(np.abs(np.log10(np.atleast_1d(alpha)))))
+    limit = MAX_DEPTH if worst == 0 else min(MAX_DEPTH, int(307 / worst))
+    top = int(np.max(depth))
+    if top > limit:
+        at = float(np.atleast_1d(alpha)[np.argmax(np.abs(np.log10(np.atleast_1d(alpha))))])
+        raise ValueError(
+            f"--depth: L = {top} is beyond what float64 represents: the start α^L must stay within "
+            f"1e-307..1e308 (at α = {at:g}: L <= {limit}) and L <= {MAX_DEPTH} at any α"
+        )
 
 
 def check_settings(s: dict) -> dict:
@@ -265,6 +294,8 @@ def check_settings(s: dict) -> dict:
             values[name] = parse_values(s[name], integer=name == "depth")
         except ValueError as err:
             raise ValueError(f"{FLAGS[name]}: {err}") from None
+    if "depth" in values and "alpha" in values:
+        _check_depth(values["depth"], values["alpha"])
     try:
         mu_text = ",".join(map(str, s["mu"])) if isinstance(s["mu"], list) else str(s["mu"])
         mu = check_mu([float(x) for x in mu_text.split(",")])

@@ -101,7 +101,8 @@ def stop_conditions(data, loss, theta0, options, rescaled):
     false escape, at 1e150 already).
     """
     norm0 = _norm(theta0)
-    collapse, escape, loss_tol = options.collapse_tol, options.escape(rescaled), options.loss_tol
+    collapse, loss_tol = options.collapse_tol, options.loss_tol
+    escape = options.escape(rescaled, theta0.shape[0])  # theta0 is (L, d)
     out = []
     if collapse is not None:
         out.append((lambda y: _norm(y) / norm0 - collapse, -1, Status.COLLAPSED))

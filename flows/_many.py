@@ -12,7 +12,7 @@ from ._options import AUTO_ATOL, SolverOptions
 from ._problem import Dataset, beta, loss_fn
 from ._solve import check_problem, check_ts
 from ._trajectory import Trajectory
-from ._validate import as_array, check_int, check_scalar
+from ._validate import MAX_WORKERS, as_array, check_int, check_scalar
 
 
 def engine_supports(method: AbstractMethod) -> bool:
@@ -62,7 +62,8 @@ def solve_many(
         params: None, or a mapping from parameter names of the method (``rho``, ``delta``,
             ``sigma``, ``rho_max``, ``eps``) to a number or an array of shape ``(N,)``.
         options: a :class:`SolverOptions` (default ``SolverOptions(backend="numba")``).
-        workers: threads of the numba engine (default: numba's, every core).
+        workers: threads of the numba engine, an integer in [1, 4096] (``MAX_WORKERS``;
+            default: every core).
 
     Returns:
         A :class:`Trajectory` whose arrays have a leading axis of length N.
@@ -88,7 +89,7 @@ def solve_many(
     t1 = float(check_scalar("t1", t1, positive=True))
     ts = np.asarray(check_ts(ts, t1), np.float64)
     if workers is not None:
-        workers = check_int("workers", workers, minimum=1)
+        workers = check_int("workers", workers, minimum=1, maximum=MAX_WORKERS)
     if options.backend == "numba":
         return run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, workers)
     if options.backend == "diffrax":
@@ -221,7 +222,7 @@ def engine_run(method, values, data, theta0, *, ts, t1, rescaled, loss, options,
         y0s = np.concatenate([y0s, np.zeros((n, 1))], axis=1)
     solver = options.solver if isinstance(options.solver, str) else "tsit5"
     if escape is None:
-        escape = options.escape(rescaled)
+        escape = options.escape(rescaled, depth)
         escape = 0.0 if escape is None else float(escape)
     return _engine.run_many(
         y0s, _param_rows(method, values, n), atols, ts, t1,

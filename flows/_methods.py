@@ -272,7 +272,14 @@ class Shifted(eqx.Module):
     t0: jax.Array
 
     def __call__(self, t):
-        return self.schedule(self.t0 + t)
+        return self.schedule(_finite_time(self.t0 + t))
+
+
+def _finite_time(t):
+    r"""The time a schedule is read at: ``t``, with :math:`t=\infty` (a real-time clock past its
+    cap) read at the largest float64, where σ has its limit if it has one; read at ∞ itself a
+    schedule such as :math:`0.5+0\cdot t` is :math:`0\cdot\infty` = NaN, and the run fails."""
+    return jnp.minimum(jnp.asarray(t, dtype=jnp.float64), jnp.finfo(jnp.float64).max)
 
 
 class LESAM(AbstractMethod):
@@ -332,7 +339,7 @@ class LESAM(AbstractMethod):
         """
         if not callable(self.sigma):
             return self.sigma
-        return jnp.maximum(jnp.asarray(self.sigma(t), dtype=jnp.float64), 0.0)
+        return jnp.maximum(jnp.asarray(self.sigma(_finite_time(t)), dtype=jnp.float64), 0.0)
 
     def schedule_margin(self, t):
         r"""The stopping condition of a schedule: :math:`\sigma(t)+\epsilon_{\min}`.
@@ -342,7 +349,7 @@ class LESAM(AbstractMethod):
         stopping the run); its downcrossing of 0 is the event ``sigma_negative``. NaN where
         σ is NaN (the field is NaN there too: ``nonfinite``).
         """
-        value = jnp.asarray(self.sigma(t), dtype=jnp.float64)
+        value = jnp.asarray(self.sigma(_finite_time(t)), dtype=jnp.float64)
         return value + jnp.finfo(jnp.float64).tiny
 
     def started_at(self, t0) -> "LESAM":
@@ -351,7 +358,7 @@ class LESAM(AbstractMethod):
         A run continued from a state reached at real time :math:`t_0` (the analysis layer's
         passes) solves from clock 0 with this method. Itself for a constant σ. ``t0`` may be
         traced; :math:`t_0=\infty` (a clock past its cap, :func:`flows._dynamics.real_time`)
-        reads :math:`\sigma(\infty)`.
+        reads σ at the largest float64, its limit at ∞ where it has one (:func:`_finite_time`).
         """
         if not callable(self.sigma):
             return self

@@ -52,6 +52,9 @@ AUTO_ATOL = 1e-10
 NONFINITE_REJECTIONS = 60
 NONFINITE_STALLS = 10
 STALL_STEP = 1e-12
+#: The norm clock's rate at which the rescaled flow's default escape fires at L >= 3
+#: (:meth:`SolverOptions.escape`).
+ESCAPE_RATE = 1e10
 
 
 def _check_tol(name, value, low, high):
@@ -162,9 +165,15 @@ class SolverOptions(eqx.Module):
             :math:`\mathrm{rtol}\,|\theta|` is subnormal (:math:`|\theta_0|\lesssim10^{-298}`
             at rtol = 1e-8) the error norm of diffrax's controller is 0/0 and LSODA
             refuses its error weights ("illegal input"); both end the run ``nonfinite``
-            at once. From 1e-150 to 1e150 the twins agree on both backends
-            (``tests/test_solver_hostile.py``); above, :math:`\beta=\prod\theta`
-            overflows at :math:`|\theta|^L>10^{308}` (``nonfinite``).
+            at once. From :math:`\lambda=10^{-150}` up the twins agree on both backends
+            (``tests/test_solver_hostile.py``) as long as :math:`\beta=\prod\theta` stays
+            below :math:`1.8\times10^{308}`, i.e. :math:`|\theta|^L<10^{308}` along the run:
+            a run that escapes reaches :math:`\lVert\theta\rVert=E\lVert\theta_0\rVert`
+            (:math:`E` the escape threshold, :meth:`escape`), so its twins agree while
+            :math:`(E\lVert\theta_0\rVert)^L<10^{308}` (from :math:`\lVert\theta_0\rVert\approx1`:
+            up to about :math:`10^{148}` at :math:`L=2`, :math:`10^{92}` at :math:`L=3`); a run
+            that stays bounded, up to :math:`\max|\theta|^L<10^{308}`. Past that β overflows
+            first and the run ends ``nonfinite``.
         max_steps: step budget, an integer in [1, 2**62]. The scipy backend also stops
             (``max_steps``) after ``50 max_steps`` calls of the field and its Jacobian, or
             2,000 calls without completing a step (LSODA can call it for ever without
@@ -172,9 +181,12 @@ class SolverOptions(eqx.Module):
         collapse_tol: relative collapse threshold in (0, 1), or None; a 0-d float array is
             held as a dynamic leaf, as ``atol`` (the analysis sets each pass's threshold from
             a traced state, :func:`analysis._run.thresholds`).
-        escape_tol: relative escape threshold > 1, None, or ``"auto"`` (1e6 for the
-            rescaled flow, none for the plain flow); a 0-d float array is held as a dynamic
-            leaf, as ``collapse_tol``.
+        escape_tol: relative escape threshold > 1, None, or ``"auto"`` (none for the plain
+            flow; for the rescaled flow 1e6 at :math:`L\le2` and :math:`10^{10/(L-2)}` at
+            :math:`L\ge3`, where the finite-time blow-up is then about :math:`10^{-10}\tau^*`
+            ahead: :meth:`escape`). A number larger than :math:`10^{14/(L-2)}` may lie closer to
+            the blow-up than float64 resolves: such a run can end ``max_steps``. A 0-d float
+            array is held as a dynamic leaf, as ``collapse_tol``.
         loss_tol: loss threshold > 0, or None.
         dense: keep the solver's dense interpolant (diffrax only), so that
             ``traj.evaluate(t)`` gives θ(t) to solver accuracy anywhere in ``[0, t_end]``
@@ -249,10 +261,23 @@ class SolverOptions(eqx.Module):
             return False
         return method.time_dependent if self.real_time == "auto" else self.real_time
 
-    def escape(self, rescaled: bool) -> float | None:
-        """The escape threshold, ``"auto"`` resolved for the (rescaled) flow."""
+    def escape(self, rescaled: bool, depth: int | None = None) -> float | None:
+        r"""The escape threshold, ``"auto"`` resolved for the (rescaled) flow of depth ``depth``.
+
+        ``"auto"``: none for the plain flow; for the rescaled flow :math:`10^6` at
+        :math:`L\le2` (or ``depth`` None) and :math:`E_L=R^{1/(L-2)}` at :math:`L\ge3`,
+        :math:`R` = ``ESCAPE_RATE``: the ratio at which the norm clock's rate
+        :math:`(\lVert\theta\rVert/\lVert\theta_0\rVert)^{L-2}` (docs/theory.md §5) reaches
+        :math:`R`. Near the blow-up at :math:`\tau^*`, :math:`\lVert\theta\rVert^{L-2}\propto
+        1/(\tau^*-\tau)`, so the escape fires about :math:`\tau^*/R` before it, at every depth:
+        resolvable in float64 and within :math:`10^{-9}\tau^*` of it. A fixed :math:`10^6`
+        left :math:`10^{-6(L-2)}\tau^*` (below float64's resolution at :math:`L\ge5`: the run
+        spent its step budget). A number is used as given at every depth.
+        """
         if isinstance(self.escape_tol, str):
-            return 1e6 if rescaled else None
+            if not rescaled:
+                return None
+            return 1e6 if depth is None or depth <= 2 else ESCAPE_RATE ** (1.0 / (depth - 2))
         return self.escape_tol
 
     def atol_for(self, theta0):

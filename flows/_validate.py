@@ -109,6 +109,11 @@ def check_scalar(name: str, x, *, positive: bool = False, nonnegative: bool = Fa
     return arr
 
 
+#: The most host threads (or worker processes) a caller may ask for (``workers`` of
+#: :func:`flows.solve_many` and :func:`flows.sweep`): far more than any machine's cores.
+MAX_WORKERS = 4096
+
+
 def check_int(name: str, x, *, minimum: int, maximum: int | None = None) -> int:
     """Check a static integer parameter (depth, step counts): in [minimum, maximum]."""
     shown = maximum

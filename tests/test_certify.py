@@ -254,3 +254,28 @@ def test_linf_tie_bad_input(kwargs, name):
     args = {**dict(method=flows.LinfSAM(1.0), mu=[1.0, 2.0], alpha_k=2.0, depth=3), **kwargs}
     with pytest.raises(ValueError, match=name):
         analysis.linf_tie(**args)
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4, 5])
+def test_the_escape_certificate_is_exactly_a_layer_above_the_bound(depth):
+    """docs/theory.md §12: escape is certified when some coordinate's smallest layer
+    :math:`a_k=\\min_lw_{lk}` exceeds e, and not when every :math:`a_j\\le e` (a start just
+    below e may still collapse, e.g. ℓ2-SAM at L = 2)."""
+    e = 0.3
+    for factor, expected in ((1 + 1e-3, True), (1 - 1e-3, False)):
+        theta = np.full((depth, 2), 0.1)
+        theta[:, 1] = 2.0  # coordinate 1: every layer large but one
+        theta[0, 1] = factor * e
+        escaped, _, _ = analysis.certificate(theta, [1.0, 2.0], e)
+        assert bool(escaped) is expected, (depth, factor)
+
+
+@pytest.mark.parametrize("depth", [2, 4])
+def test_the_trapped_box_is_exactly_rho(depth):
+    """docs/theory.md §11: exact ℓ∞-SAM traps coordinate j while every :math:`|w_{lj}|<\\rho`;
+    one layer just above ρ leaves the box."""
+    rho = 0.3
+    theta = np.full((depth, 3), 0.1)
+    theta[-1, 1] = rho * (1 - 1e-3)
+    theta[-1, 2] = rho * (1 + 1e-3)
+    assert np.asarray(trapped(flows.LinfSAM(rho), theta)).tolist() == [True, True, False]

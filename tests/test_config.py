@@ -183,17 +183,38 @@ def test_a_sweep_sets_the_cache_folder_only_where_none_is_chosen(tmp_path, case)
     assert not (tmp_path / "xdg" / "samflows").exists() or case == "default"
 
 
+# A mention of JAX's compilation-cache options or of its cache module, in any form: a
+# config.update key, an attribute assignment, a key held in a variable, or the module's setter.
+CACHE_SETTING = re.compile(
+    r"\bjax_(enable_compilation_cache|compilation_cache\w*|persistent_cache\w*)\b"
+    r"|\bcompilation_cache\.\w+|\bset_cache_dir\b"
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'jax.config.update("jax_compilation_cache_dir", d)',
+        "jax.config.update('jax_enable_compilation_cache', True)",
+        "jax.config.jax_compilation_cache_dir = d",
+        'KEY = "jax_persistent_cache_min_compile_time_secs"\njax.config.update(KEY, 0)',
+        "from jax.experimental import compilation_cache\ncompilation_cache.set_cache_dir(d)",
+        "from jax.experimental.compilation_cache.compilation_cache import set_cache_dir",
+    ],
+)
+def test_the_cache_setting_detector_sees_every_form(source):
+    assert CACHE_SETTING.search(source)
+
+
 def test_the_compilation_cache_is_configured_in_one_place():
-    """Issue 13: no module of flows, analysis or figures but flows/_config.py sets JAX's
-    compilation-cache options (`benchmarks/cold_start.py cache` measures the cache with its own)."""
+    """No module of flows, analysis or figures but flows/_config.py sets JAX's compilation-cache
+    options (`benchmarks/cold_start.py cache` measures the cache with its own); calling the one
+    helper (``enable_compilation_cache``) is not a setting."""
     setters = sorted(
         os.path.relpath(path, ROOT)
         for package in ("flows", "analysis", "figures")
         for path in Path(ROOT, package).rglob("*.py")
-        if re.search(
-            r"config\.update\(\s*[\"']jax_(compilation_cache_dir|persistent_cache)",
-            path.read_text(),
-        )
+        if CACHE_SETTING.search(path.read_text())
     )
     assert setters == [os.path.join("flows", "_config.py")]
 

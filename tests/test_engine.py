@@ -304,3 +304,65 @@ def test_a_start_below_loss_tol_has_converged_at_zero():
     ref = flows.solve(flows.GD(), data, theta0[1], t1=5.0, ts=ts, loss_tol=0.6)
     assert ours.status_name[1] == ref.status_name == "converged"
     np.testing.assert_allclose(float(ours.t_end[1]), float(ref.t_end), rtol=1e-9)
+
+
+def _linear_escape(mu, alpha, escape):
+    r"""GD at L = 1 is :math:`\dot w=\mu` (docs/theory.md §12): :math:`w=\alpha+\mu\tau`, and
+    :math:`\lVert w\rVert=E\lVert w_0\rVert` at the positive root of
+    :math:`\lVert\mu\rVert^2\tau^2+2\alpha\textstyle\sum\mu\,\tau+d\alpha^2(1-E^2)=0`."""
+    a, b, c = mu @ mu, 2 * alpha * mu.sum(), mu.size * alpha**2 * (1 - escape**2)
+    return (-b + np.sqrt(b * b - 4 * a * c)) / (2 * a)
+
+
+@pytest.mark.parametrize("backend", ["numba", "diffrax"])
+def test_event_is_located_to_the_bisections_tolerance(backend):
+    """The flow is linear, so every Runge–Kutta step and its interpolant are exact to rounding
+    and the event time's error is the root finder's alone: the bisection to 1e-13 relative
+    (flows._events.EVENT_RTOL, the engine's copy) puts it within 3e-13 of the closed form."""
+    mu, alpha = np.array([1.0, 2.0, 3.0]), 0.4
+    for escape in (10.0, 1e3):
+        tr = flows.solve(flows.GD(), flows.single_example(mu), np.full((1, 3), alpha), t1=1e6,
+                         rescaled=True, escape_tol=escape, backend=backend)  # fmt: skip
+        assert tr.status_name == "escaped"
+        tau = _linear_escape(mu, alpha, escape)
+        assert abs(float(tr.t_end) - tau) <= 3e-13 * tau
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_real_time_clock_in_closed_form(loss):
+    r"""The clock of the rescaled flow (``real_time=True``) on the engine: GD at L = 1 has
+    :math:`m=m_0+\lVert\mu\rVert^2\tau`, and :math:`dt/d\tau=1/(-\ell'(m))` is :math:`1+e^m`
+    (logistic) or :math:`e^m` (exponential), so
+    :math:`t=[\tau]+(e^{m}-e^{m_0})/\lVert\mu\rVert^2`; diffrax agrees."""
+    mu, alpha = np.array([1.0, 2.0, 3.0]), 0.4
+    tau = _linear_escape(mu, alpha, 10.0)
+    m0, s = alpha * mu.sum(), mu @ mu
+    t_real = (tau if loss == "logistic" else 0.0) + (np.exp(m0 + s * tau) - np.exp(m0)) / s
+    for backend in ("numba", "diffrax"):
+        tr = flows.solve(flows.GD(), flows.single_example(mu), np.full((1, 3), alpha), t1=1e6,
+                         rescaled=True, escape_tol=10.0, real_time=True, loss=loss, rtol=1e-12,
+                         backend=backend)  # fmt: skip
+        assert tr.status_name == "escaped"
+        np.testing.assert_allclose(float(tr.t_real_end), t_real, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name, depth, loss, solver",
+    [("l2sam", 2, "exponential", "tsit5"), ("lesam", 4, "logistic", "dopri5"),
+     ("gd", 5, "exponential", "dopri5"), ("linfsam_smooth", 6, "logistic", "tsit5"),
+     ("l2sam_layer", 7, "exponential", "dopri5")],
+)  # fmt: skip
+def test_trajectories_match_diffrax_at_other_depths_losses_and_solvers(name, depth, loss, solver):
+    """As :func:`test_trajectories_match_diffrax`, at L = 2, 4, 5, 6, 7, for both losses and
+    both tableaus (rescaled, one example)."""
+    data = flows.single_example([1.0, 2.0, 3.0])
+    theta0 = np.random.default_rng(depth).uniform(0.2, 0.6, size=(3, depth, 3))
+    kw = dict(t1=30.0, ts=np.linspace(0.0, 30.0, 31), rescaled=True, loss=loss)
+    ours = flows.solve_many(METHODS[name], data, theta0,
+                            options=flows.SolverOptions(backend="numba", solver=solver), **kw)
+    ref = flows.solve_many(METHODS[name], data, theta0,
+                           options=flows.SolverOptions(solver=solver), **kw)  # fmt: skip
+    moved = flows.solve_many(METHODS[name], data, theta0 * (1 + 1e-15),
+                             options=flows.SolverOptions(solver=solver), **kw)  # fmt: skip
+    assert set(ref.status_name.tolist()) <= {"ok", "escaped", "collapsed"}
+    assert_same_runs(ours, ref, conditioning=state_error(moved, ref))

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+import scipy.stats
 import xarray as xr
 
 import experiments
@@ -283,3 +284,19 @@ def test_quick_command_end_to_end(tmp_path, capsys):
         assert matplotlib.image.imread(png).shape[1] == 1100
     page = (tmp_path / "experiments.md").read_text()
     assert "reproduced" in page and "| claim | verdict |" in page
+    # the numbers are what they measure: shares and ranks in [0, 1], cosines in [-1, 1], a
+    # positive loss; every method starts from the same θ₀, so at step 0 all agree exactly
+    for var, lo, hi in (("low_share", 0, 1), ("dominant_rank", 0, 1), ("cos_l1", -1, 1),
+                        ("cos_l2", -1, 1), ("loss", 0, np.inf)):  # fmt: skip
+        v = diag[var].values
+        assert np.all(np.isfinite(v[..., 0])), var
+        assert np.all((v[np.isfinite(v)] >= lo - 1e-12) & (v[np.isfinite(v)] <= hi + 1e-12)), var
+    for var in ("loss", "low_share"):
+        first = diag[var].isel(step=0).values  # (method, depth, seed)
+        np.testing.assert_allclose(first, np.broadcast_to(first[:1], first.shape), rtol=1e-12)
+    assert np.all(diag.loss.isel(step=-1).values < diag.loss.isel(step=0).values)  # it trains
+    # the page's L = 2 cosine (GD, ℓ1 direction): the mean ± Student-t 95 % half-width over
+    # seeds, recomputed here with scipy
+    c1 = diag.cos_l1.sel(depth=2).isel(step=-1).values[list(diag.method.values).index("GD")]
+    half = scipy.stats.t.ppf(0.975, c1.size - 1) * np.std(c1, ddof=1) / np.sqrt(c1.size)
+    assert f"{np.mean(c1):+.3f} ± {half:.3f} (GD)" in page

@@ -26,6 +26,7 @@ to 1e150, both backends) are in ``tests/test_solver_hostile.py``; those of
 import dataclasses
 import math
 
+import jax
 import numpy as np
 import pytest
 import scipy.special
@@ -589,6 +590,43 @@ class Solved(Exception):
     integrator's (field or system, theta0, ts, t1, options)."""
 
 
+def _concrete(x):
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(x))
+
+
+def _within(x, low, high):
+    """x is a real number (not a bool) with low < x < high; a traced value passes (unknown)."""
+    if not _concrete(x):
+        return True
+    if isinstance(x, (bool, np.bool_, str)) or np.ndim(x) != 0:
+        return False
+    return bool(low < float(x) < high)
+
+
+def assert_well_posed(solved):
+    """What reached the patched integrator is a well-posed run, whatever was passed to the
+    call: θ₀ finite, 0 < t1 < inf, and options in the ranges ``flows.SolverOptions`` states
+    (written here, not read from the validators). So a hostile value that slips past a
+    validator (``rtol=NaN``, ``t1=-1``) fails here instead of counting as integrated."""
+    if len(solved.args) < 5:  # a patched sweep (no_sweep): its points are checked by flows
+        return
+    _, theta0, _, t1, options = solved.args[:5]
+    if _concrete(theta0):
+        assert np.all(np.isfinite(np.asarray(theta0))), f"θ₀ not finite: {theta0!r}"
+    assert _within(t1, 0.0, np.inf), f"t1 = {t1!r}"
+    assert _within(options.rtol, 0.0, 1.0), f"rtol = {options.rtol!r}"
+    atol = options.atol
+    assert (isinstance(atol, str) and atol == "auto") or _within(atol, 0.0, np.inf), atol
+    steps = options.max_steps
+    assert isinstance(steps, int) and not isinstance(steps, bool) and 1 <= steps <= 2**62, steps
+    for name, low, high, auto in (("collapse_tol", 0.0, 1.0, False),
+                                  ("escape_tol", 1.0, np.inf, True),
+                                  ("loss_tol", 0.0, np.inf, False)):  # fmt: skip
+        value = getattr(options, name)
+        ok = value is None or (auto and isinstance(value, str) and value == "auto")
+        assert ok or _within(value, low, high), f"{name} = {value!r}"
+
+
 def refused_or_integrated(call, *names, must=False, tally=None):
     """``call()`` reaches the integrator (valid arguments) or raises an error naming ``names``;
     ``must`` (a known-valid draw): it reaches the integrator, whose :class:`Solved` is returned.
@@ -596,6 +634,7 @@ def refused_or_integrated(call, *names, must=False, tally=None):
     try:
         call()
     except Solved as solved:
+        assert_well_posed(solved)
         if must and tally is not None:
             tally.valid += 1
         return solved
@@ -665,6 +704,13 @@ def each_argument(valid, hostile_values, call, check=None):
     for key, values in valid.items():  # and every known-valid value once, drawn or not
         for value in values:
             body(Tally(), True, (key, value))
+        for value in SPECIALS:  # and the special values in every place, drawn or not
+            body(Tally(), False, (key, value))
+
+
+#: Values tried in every argument of the integrating calls (:func:`each_argument`): each is
+#: refused by name or reaches the integrator as a well-posed run (:func:`assert_well_posed`).
+SPECIALS = [np.nan, np.inf, -np.inf, -1.0, 0.0, 1.0, 1e300, "abc"]
 
 
 def test_solve_refuses_or_accepts_each_argument(no_integration):

@@ -250,3 +250,29 @@ def test_a_start_below_loss_tol_under_vmap():
         )
     )(jnp.array([0.01, 0.5]))
     assert float(t_end[0]) > 0.0 and float(t_end[1]) == 0.0
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+@pytest.mark.parametrize("alpha", [0.6, 1.5])
+def test_escaping_twins_agree_up_to_the_stated_range(alpha, depth):
+    r"""ℓ2-SAM (ρ = 1) escapes from α ∈ {0.6, 1.5}. ``SolverOptions`` states the twins' range for
+    a run that escapes: :math:`(E\lambda\lVert\theta_0\rVert)^L<10^{308}`. 100 times inside it the
+    twin escapes at the scaled time of λ = 1; 100 times past it β overflows: ``nonfinite``."""
+    escape = flows.SolverOptions().escape(True, depth)
+
+    def twin(lam):
+        theta0 = flows.balanced_init(alpha * lam, depth, 3)
+        return flows.solve(
+            flows.L2SAM(lam), DATA, theta0, t1=50.0 / lam ** (depth - 2), rescaled=True
+        ), theta0
+
+    ref, theta0 = twin(1.0)
+    assert ref.status_name == "escaped"
+    edge = 10.0 ** (308.0 / depth) / (escape * float(np.linalg.norm(theta0)))
+    inside, _ = twin(edge / 100)
+    assert inside.status_name == "escaped"
+    np.testing.assert_allclose(
+        float(inside.t_end) * (edge / 100) ** (depth - 2), float(ref.t_end), rtol=1e-8
+    )
+    past, _ = twin(edge * 100)
+    assert past.status_name == "nonfinite"

@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 
 import analysis
@@ -140,6 +141,18 @@ def _collapse_at(tau):
                 f"closed form: collapsed at tau={tau:.6g}"
             )
         return None
+
+    return check
+
+
+def _nonfinite_or(twin, allowed):
+    """Outside the stated range of the twins: the run must say ``nonfinite``, or (``allowed``:
+    below the floor, where LSODA may still manage) agree with its twin, never a wrong number."""
+
+    def check(traj):
+        if traj.status_name == "nonfinite":
+            return None
+        return twin(traj) if allowed else f"{traj.status_name}, not nonfinite"
 
     return check
 
@@ -279,14 +292,20 @@ def cases():
                 )
 
             ref = run(1.0)
-            for s in (1e-300, 1e-150, 1e-20, 1e-10, 1e10, 1e150, 1e300):
+            # the stated range (flows.SolverOptions): |θ₀| above the floor 1e-298, and for a run
+            # that escapes (E s ‖θ₀‖)^L < 1e308; outside it the documented answer is `nonfinite`
+            reach = 1e6 * float(np.linalg.norm(flows.balanced_init(0.6, 2, 3)))
+            for s in (1e-300, 1e-150, 1e-20, 1e-10, 1e10, 1e100, 1e150, 1e300):
+                inside = s >= 1e-298 and reach * s < 1e154  # (E s ‖θ₀‖)^2 < 1e308
                 out.append(
                     (
                         f"solve[{backend}, {label}, rescaled]",
                         "alpha",
                         f"scale {s:g}",
                         (lambda s=s, run=run: run(s)),
-                        _twin(ref.status_name, float(ref.t_end)),
+                        _twin(ref.status_name, float(ref.t_end))
+                        if inside
+                        else _nonfinite_or(_twin(ref.status_name, float(ref.t_end)), s < 1e-298),
                     )
                 )
     # exact ℓ∞-SAM at large ρ/α (L = 2, balanced, rescaled): w_j = ρ + (α - ρ)e^{μ_j τ}
@@ -403,6 +422,41 @@ def cases():
         lambda v: analysis.Problem(flows.GD(), v, THETA, 1.0),
     )
     add("Problem", "method", WRONG_TYPES, lambda v: analysis.Problem(v, DATA, THETA, 1.0))
+    # the newest surface: sweep options and outputs, solve_many's workers, the escape at depth,
+    # schedules that equal a constant
+    add("SweepOptions", "devices", ["gpu", b"cpu", 3, ["cpu"], [None], object()],
+        lambda v: flows.SweepOptions(devices=v))  # fmt: skip
+    add("SweepOptions", "workers", INTS + [10**30, 4097],
+        lambda v: flows.SweepOptions(workers=v))  # fmt: skip
+    sq = lambda **kw: flows.sweep(lambda a: {"x": a * a}, {"a": [1.0, 2.0]}, progress=False, **kw)  # noqa: E731
+    add("sweep", "cache_dir", [5, 2.5, b"x", object(), ["a"]], lambda v: sq(cache_dir=v))
+    add("sweep", "fn", ["text", b"bytes", object(), {"x": "t"}],
+        lambda v: flows.sweep(lambda a: v, {"a": [1.0, 2.0]}, progress=False))  # fmt: skip
+    sm = lambda **kw: flows.solve_many(flows.GD(), DATA, np.full((2, 3), 0.5), t1=1.0, **kw)  # noqa: E731
+    add("solve_many", "workers", INTS + [10**30, 4097], lambda v: sm(workers=v))
+    import experiments
+
+    add("experiments.run", "out", [5, None, 2.5, b"x", "", "/proc/samflows"],
+        lambda v: experiments.run(v, quick=True))  # fmt: skip
+    for depth in range(3, 9):  # a blow-up at τ* = 1/((L-2) 0.5^(L-2) 5) must end `escaped` there
+        tau = 1.0 / ((depth - 2) * 0.5 ** (depth - 2) * 5.0)
+        out.append((
+            "solve_many[GD, blow-up]", "theta0", f"L = {depth}",
+            (lambda depth=depth: flows.solve_many(
+                flows.GD(), flows.single_example([1.0, 2.0, 3.0, 4.0, 5.0]),
+                np.full((depth, 5), 0.5), t1=50.0, rescaled=True)),
+            (lambda r, tau=tau: None if r.status_name == ["escaped"] and
+             abs(float(r.t_end[0]) - tau) <= 1e-6 * tau else
+             f"{r.status_name} at {r.t_end} (tau* = {tau:.9g})"),
+        ))  # fmt: skip
+    const = analysis.regime_path(flows.LESAM(0.5, 0.3), MU3, 0.2)
+    for schedule in ((lambda t: 0.5 + 0 * t), (lambda t: 0.5 + 0 * jnp.exp(t / 2000))):
+        out.append((
+            "regime_path[LESAM schedule = 0.5]", "method", "sigma(t)",
+            lambda schedule=schedule: analysis.regime_path(flows.LESAM(schedule, 0.3), MU3, 0.2),
+            lambda r: None if (r.regime, r.sequence) == (const.regime, const.sequence) else
+            f"{r.regime} {r.sequence}, the constant's {const.regime} {const.sequence}",
+        ))  # fmt: skip
     return out
 
 
@@ -410,6 +464,9 @@ def cli_cases(tmp: Path):
     """(label, argv) of command-line user errors."""
     (tmp / "empty").mkdir()
     (tmp / "afile").write_text("x")
+    phase = ["phase", "--method", "l2sam", "--rho", "0.5"]
+    twice = tmp / "twice.toml"
+    twice.write_text('method = "lesam"\nrho_max = 0.3\nrho-max = 0.4\nalpha = "0.1:1:3"\n')
     return [
         ("flows --bogus-flag", ["-m", "flows", "--bogus-flag"]),
         ("figures --bogus", ["-m", "figures", "--bogus"]),
@@ -431,7 +488,17 @@ def cli_cases(tmp: Path):
         ("analysis check --json folder", ["-m", "analysis", "check", "--json", str(tmp)]),
         ("analysis --bogus", ["-m", "analysis", "check", "--bogus"]),
         ("analysis no command", ["-m", "analysis"]),
-    ]
+        ("experiments --out uncreatable", ["-m", "experiments", "--quick", "--out",
+                                           "/proc/samflows"]),
+        ("experiments --out under a file", ["-m", "experiments", "--quick", "--out",
+                                            str(tmp / "afile" / "x")]),
+        ("figures phase --depth 2:100000", ["-m", "figures", *phase, "--alpha", "0.1:1:4",
+                                            "--depth", "2:100000", "--out", str(tmp / "ph")]),
+        ("figures phase --depth 1025", ["-m", "figures", *phase, "--alpha", "1", "--rho",
+                                        "0.5:2:4", "--depth", "1025", "--out", str(tmp / "ph")]),
+        ("figures phase config rho_max + rho-max", ["-m", "figures", "phase", "--config",
+                                                   str(twice), "--out", str(tmp / "ph")]),
+    ]  # fmt: skip
 
 
 def cli_outcome(argv) -> str:

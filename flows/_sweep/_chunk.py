@@ -149,6 +149,19 @@ def flatten_out(out) -> dict:
     return flat
 
 
+def _numeric_output(out):
+    """``out``, a pytree of numbers and arrays, else a ``ValueError`` naming ``fn``'s output
+    (JAX's own error names neither the function nor the argument)."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(out):
+        if not isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
+            where = jax.tree_util.keystr(path) or ""
+            raise ValueError(
+                f"`fn` must return numbers or arrays (a dict or pytree of them); its output"
+                f"{where} is {type(leaf).__name__} {leaf!r:.60}."
+            )
+    return out
+
+
 class _Runner:
     """The compiled ``jit(vmap(f))`` for one static combination, on a fixed chunk shape."""
 
@@ -156,7 +169,7 @@ class _Runner:
         def batched(points, index):
             def one(p, i):
                 extra = {"key": jax.random.fold_in(jax.random.key(seed), i)} if uses_key else {}
-                return fn(**static_kw, **p, **extra)
+                return _numeric_output(fn(**static_kw, **p, **extra))
 
             return jax.vmap(one)(points, index)
 

@@ -24,11 +24,14 @@ import functools
 import os
 import sys
 import uuid
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+import jax
 import numpy as np
 
+from .._validate import MAX_WORKERS
 from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, usable_cores, worker_env
 from ._key import code_version, package_versions
 from ._store import writable
@@ -42,15 +45,37 @@ def _is_client(obj) -> bool:
     return distributed is not None and isinstance(obj, distributed.Client)
 
 
+def check_devices(devices) -> list:
+    """``devices`` (a list, tuple or other iterable of ``jax.Device``) as a list, else a
+    ``ValueError`` naming ``devices`` (a string such as ``"gpu"`` is not a list of devices)."""
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
+        raise ValueError(
+            f"`devices` must be None or a list of JAX devices (e.g. jax.devices('gpu')); "
+            f"got {devices!r}."
+        )
+    devices = list(devices)
+    bad = [d for d in devices if not isinstance(d, jax.Device)]
+    if bad:
+        raise ValueError(
+            f"`devices` must be None or a list of JAX devices (e.g. jax.devices('gpu')); "
+            f"{bad[0]!r} is not one."
+        )
+    return devices
+
+
 def check_executor(executor, workers, devices) -> None:
     """Check ``sweep``'s ``executor``, ``workers`` and ``devices`` together: a named ``ValueError``.
 
     Called once, where they are given (:class:`flows.SweepOptions`).
     """
     if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1
+        isinstance(workers, bool)
+        or not isinstance(workers, (int, np.integer))
+        or not 1 <= workers <= MAX_WORKERS
     ):
-        raise ValueError(f"`workers` must be None or a positive integer; got {workers!r}.")
+        raise ValueError(
+            f"`workers` must be None or an integer in [1, {MAX_WORKERS}]; got {workers!r}."
+        )
     if devices is not None and not list(devices):
         raise ValueError("`devices` must hold at least one device.")
     if executor is None or (isinstance(executor, str) and executor == "threads"):

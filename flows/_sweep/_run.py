@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 import sys
 import time
 import uuid
@@ -25,9 +26,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .._config import release_compiled_when_crowded
-from .._validate import with_overrides
+from .._validate import check_type, with_overrides
 from ._chunk import ChunkFn
-from ._executors import check_executor, executor_factory
+from ._executors import check_devices, check_executor, executor_factory
 from ._grid import Grid
 from ._key import Unhashable, function_key, sweep_key
 from ._store import Store, SweepResult, report
@@ -61,7 +62,7 @@ class SweepOptions:
         memory_budget: see ``chunk_size``.
         devices: devices to split each chunk across (default: the first CPU device,
             or all local accelerators).
-        workers: host threads computing chunks concurrently (default: the usable
+        workers: host threads computing chunks concurrently, at most 4096 (default: the usable
             CPU cores on a CPU backend, 1 on accelerators); with ``executor="dask"``
             the number of worker processes (default: one per core, or per GPU).
         executor: where chunks run: ``None`` or ``"threads"`` (host threads of this
@@ -100,7 +101,7 @@ class SweepOptions:
         if not isinstance(self.compile_cache, (bool, np.bool_)):
             raise ValueError(f"`compile_cache` must be True or False; got {self.compile_cache!r}.")
         if self.devices is not None:
-            object.__setattr__(self, "devices", list(self.devices))
+            object.__setattr__(self, "devices", check_devices(self.devices))
         check_executor(self.executor, self.workers, self.devices)
 
 
@@ -204,6 +205,9 @@ def sweep(
         raise ValueError(f"`seed` must be an integer in [-2**63, 2**63); got {seed!r}.")
     if key is not None and (not isinstance(key, str) or not key.strip()):
         raise ValueError(f"`key` must be None or a non-empty string; got {key!r}.")
+    if cache_dir is not None:
+        accepted = "None or a folder path (str or os.PathLike)"
+        check_type("cache_dir", cache_dir, (str, os.PathLike), accepted)
     if config is not None and not isinstance(config, Mapping):
         raise ValueError(f"`config` must be None or a mapping of JSON values; got {config!r}.")
     config = dict(config or {})
