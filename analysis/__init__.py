@@ -51,6 +51,7 @@ _EXPORTS = {
     "regime": "_regime",
     "regime_code": "_regime",
     "regime_path": "_regime",
+    "kernel_rich_limit": "_regression",
     "Radius": "_sharpness",
     "Sharpness": "_sharpness",
     "margin_gradient_norm": "_sharpness",
