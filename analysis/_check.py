@@ -1,5 +1,6 @@
-r"""The theorem-check report: claims C1–C4 (docs/theory.md §17) and the depth results of
-docs/theory.md §8, §10 and §11 run as numerical experiments.
+r"""The theorem-check report: claims C1–C4 (docs/theory.md §17), the depth results of
+docs/theory.md §8, §10 and §11 and the kernel-to-rich limit of regression (docs/theory.md §18) run
+as numerical experiments.
 
 Each check is one row: claim, setting, prediction, measurement, tolerance and a result,
 ``PASS`` or ``FAIL``. Every prediction comes from an independent source (a closed form, sympy,
