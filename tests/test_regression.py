@@ -71,6 +71,24 @@ def test_squared_loss_and_its_field_match_the_formulas(depth):
         np.testing.assert_allclose(v, _field(kind, rho, W, X, y), rtol=1e-12, atol=1e-14)
 
 
+def test_one_sam_on_the_logistic_loss_matches_the_formula():
+    """Per-example SAM is not tied to regression: on labels, ∇ℓ_i = ℓ'(m_i) y_i x_i ⊙ (the
+    other layers), ℓ'(m) = −1/(1 + e^m)."""
+    X = np.random.default_rng(5).normal(size=(3, 4))
+    y = np.array([1.0, -1.0, 1.0])
+    data = flows.Dataset(X, y)
+    W = np.random.default_rng(6).normal(size=(3, 4))
+
+    def grad(W, i):
+        m = y[i] * X[i] @ np.prod(W, axis=0)
+        g = -y[i] * X[i] / (1 + np.exp(m))
+        return np.stack([g * np.prod(np.delete(W, k, axis=0), axis=0) for k in range(3)])
+
+    want = -np.mean([grad(W + 0.4 * grad(W, i), i) for i in range(3)], axis=0)
+    got = flows.velocity(flows.OneSAM(0.4), data, "logistic", W)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
 def test_one_sam_on_one_example_is_unnormalised_sam():
     data = _data(n=1)
     W = flows.product_init(0.4, [0.1, -0.2, 0.3, 0.0, 0.5])
