@@ -51,6 +51,7 @@ _EXPORTS = {
     "regime": "_path",
     "regime_code": "_regime",
     "regime_path": "_path",
+    "kernel_rich_limit": "_regression",
     "Radius": "_sharpness",
     "Sharpness": "_sharpness",
     "margin_gradient_norm": "_sharpness",

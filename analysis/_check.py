@@ -1,5 +1,6 @@
-r"""The theorem-check report: claims C1–C4 (docs/theory.md §17) and the depth results of
-docs/theory.md §8, §10 and §11 run as numerical experiments.
+r"""The theorem-check report: claims C1–C4 (docs/theory.md §17), the depth results of
+docs/theory.md §8, §10 and §11 and the kernel-to-rich limit of regression (docs/theory.md §18) run
+as numerical experiments.
 
 Each check is one row: claim, setting, prediction, measurement, tolerance and a result,
 ``PASS`` or ``FAIL``. Every prediction comes from an independent source (a closed form, sympy,
@@ -25,6 +26,7 @@ from ._dominant import dominant_at
 from ._margin import convergence_rate, direction_cosine, limit_direction, max_margin
 from ._path import regime_path
 from ._plateau import loss_plateau
+from ._regression import kernel_rich_limit
 
 # One saving grid and escape_tol for the rescaled ℓ2-SAM solves of C3 and C4 (one compilation).
 PLATEAU_GRID = jnp.linspace(0.0, 40.0, 4001)
@@ -699,7 +701,31 @@ def check_deep(quick=False):
     return rows
 
 
-CHECKS = (check_c1, check_c2, check_c3, check_c4, check_deep)
+def _kernel_rich_row(data, alpha):
+    """GD flow on the squared loss from the u⊙v start (α, 0) ends at the minimiser of Woodworth
+    et al.'s potential Q_{α/2} on Xβ = y (docs/theory.md §18), computed on the dual."""
+    setting = f"u*v GD flow, squared loss, n={data.n}, d={data.d}, alpha={alpha:g}, t=1e4"
+
+    def measure():
+        predicted = kernel_rich_limit(data, alpha)
+        traj = _finished(flows.solve(flows.GD(), data, flows.product_init(alpha, 0.0, d=data.d),
+                                     t1=1e4, loss="squared", rtol=1e-12, atol=1e-14,
+                                     max_steps=200_000))  # fmt: skip
+        err = np.max(np.abs(np.asarray(traj.beta[-1]) - predicted)) / np.max(np.abs(predicted))
+        return f"max|beta - beta_Q| / max|beta_Q| = {_fmt(float(err))}", bool(err <= 1e-9)
+
+    prediction = "argmin Q_alpha s.t. X beta = y"
+    return _row("regression", setting, prediction, "<= 1e-9 relative", measure)
+
+
+def check_regression(quick=False):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 6))
+    data = flows.Dataset(X, X @ np.array([1.0, 0.0, 0.0, -0.5, 0.0, 0.0]), regression=True)
+    return [_kernel_rich_row(data, alpha) for alpha in ((0.1,) if quick else (0.1, 1.0))]
+
+
+CHECKS = (check_c1, check_c2, check_c3, check_c4, check_deep, check_regression)
 
 
 def run_checks(quick: bool = False, progress: bool = False) -> list:

@@ -25,4 +25,7 @@ SUMMARIES: dict[str, str] = {
     "the fastest-growing index and j† (claim C5)",
     "max_margin": "cosine of β(τ) with the ℓ1 and ℓ2 max-margin directions at L = 2 and 1, GD and "
     "ℓ2-SAM, fitted rates (claims C3, C1)",
+    "sparsity": "sparse regression on a u⊙v network (the reference code's data): test loss and "
+    "‖β‖₁ of unnormalised SAM and 1-SAM against ρ at two α, flows and discrete updates, beside GD, "
+    "its predicted limit and the minimum-ℓ1 and minimum-ℓ2 interpolators",
 }

@@ -14,8 +14,10 @@ from ._many import solve_many as solve_many
 from ._methods import GD as GD
 from ._methods import L2SAM as L2SAM
 from ._methods import LESAM as LESAM
+from ._methods import USAM as USAM
 from ._methods import AbstractMethod as AbstractMethod
 from ._methods import LinfSAM as LinfSAM
+from ._methods import OneSAM as OneSAM
 from ._options import DIFFRAX_SOLVERS as DIFFRAX_SOLVERS
 from ._options import SCIPY_SOLVERS as SCIPY_SOLVERS
 from ._options import SolverOptions as SolverOptions
@@ -27,6 +29,8 @@ from ._problem import loss_derivative as loss_derivative
 from ._problem import loss_fn as loss_fn
 from ._problem import margins as margins
 from ._problem import objective as objective
+from ._problem import predictions as predictions
+from ._problem import product_init as product_init
 from ._problem import single_example as single_example
 from ._solve import solve as solve
 from ._sweep import SweepOptions as SweepOptions

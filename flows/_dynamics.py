@@ -26,8 +26,9 @@ from ._methods import AbstractMethod, check_method
 from ._problem import (
     Dataset,
     beta,
+    check_classification_loss,
     check_data,
-    check_loss,
+    check_loss_data,
     check_theta,
     log_speed,
     loss_derivative,
@@ -58,7 +59,9 @@ def _check_field_args(method, data, loss, theta, t, rescaled: bool):
     """
     check_method(method)
     check_data(data)
-    check_loss(loss)
+    check_loss_data(loss, data)
+    if rescaled:
+        check_classification_loss(loss, "the rescaled flow (it divides out -ℓ' > 0)")
     if rescaled and data.n != 1:
         raise ValueError(
             "`data` must be a single example (n = 1) for the rescaled flow: with n > 1 there "
@@ -143,7 +146,25 @@ def rescaled_velocity(method: AbstractMethod, data: Dataset, loss: str, theta, t
 
 
 def _velocity(method, data, loss, theta, t=0.0):
-    """:func:`velocity` without the checks (the solvers' and the discrete update's field)."""
+    r""":func:`velocity` without the checks (the solvers' and the discrete update's field).
+
+    A per-example rule (:class:`flows.OneSAM`) gives
+    :math:`-\frac1n\sum_i\nabla\ell_i(\theta+\varepsilon(\theta,\nabla\ell_i(\theta)))`, each
+    example's field that of the one-example dataset :math:`\{(x_i,y_i)\}`."""
+    if method.per_example:
+        one = lambda x, y: _field_of(method, _example(data, x, y), loss, theta, t)  # noqa: E731
+        return jnp.mean(jax.vmap(one)(data.X, data.y), axis=0)
+    return _field_of(method, data, loss, theta, t)
+
+
+def _example(data: Dataset, x, y) -> Dataset:
+    r"""The one-example dataset :math:`\{(x, y)\}` of ``data``'s kind (traceable: no checks)."""
+    return eqx.tree_at(lambda d: (d.X, d.y), data, (x[None], y[None]))
+
+
+def _field_of(method, data, loss, theta, t):
+    r""":math:`-\nabla\mathcal L(\hat\theta)` with :math:`\hat\theta=\theta+\varepsilon(\theta,
+    \nabla\mathcal L(\theta))` on ``data``."""
     g = _grad_objective(theta, data, loss)
     theta_hat = theta + method.perturbation(theta, g, t)
     return -_grad_objective(theta_hat, data, loss)

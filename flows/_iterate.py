@@ -7,7 +7,7 @@ from jax import lax
 from ._config import release_compiled_when_crowded
 from ._dynamics import euler_step, is_representable
 from ._methods import AbstractMethod, check_method
-from ._problem import Dataset, check_data, check_loss, check_theta
+from ._problem import Dataset, check_data, check_loss_data, check_theta
 from ._trajectory import Status, Trajectory, make_trajectory
 from ._validate import check_int, check_scalar
 
@@ -64,7 +64,7 @@ def iterate(
     check_method(method)
     check_data(data)
     theta0 = check_theta(theta0, data)
-    loss = check_loss(loss)
+    loss = check_loss_data(loss, data)
     lr = check_scalar("lr", lr, positive=True)
     steps = check_int("steps", steps, minimum=1)
     every = check_int("every", every, minimum=1)

@@ -9,16 +9,22 @@ from ._config import release_compiled_when_crowded
 from ._dynamics import real_time
 from ._methods import LESAM, AbstractMethod
 from ._options import AUTO_ATOL, SolverOptions
-from ._problem import Dataset, beta, loss_fn
+from ._problem import Dataset, beta, loss_arguments, loss_fn
 from ._solve import check_problem, check_ts
 from ._trajectory import Trajectory
 from ._validate import MAX_WORKERS, as_array, check_int, check_scalar
 
+#: The rules of :mod:`flows._rules` that the numba engine integrates.
+ENGINE_RULES = (_rules.GD, _rules.L2, _rules.LINF_SMOOTH, _rules.LE)
+#: The losses that the numba engine integrates.
+ENGINE_LOSSES = ("logistic", "exponential")
+
 
 def engine_supports(method: AbstractMethod) -> bool:
-    """True when the numba engine integrates ``method``: a rule of :mod:`flows._rules` with
-    constant parameters (not the exact ℓ∞ sign, a Filippov system, nor an LE-SAM schedule)."""
-    if method.rule is None:
+    """True when the numba engine integrates ``method``: one of its rules with constant
+    parameters (not the exact ℓ∞ sign, a Filippov system, nor an LE-SAM schedule; not
+    unnormalised or per-example SAM)."""
+    if method.rule not in ENGINE_RULES or method.per_example:
         return False
     return not (isinstance(method, LESAM) and method.time_dependent)
 
@@ -172,6 +178,11 @@ def run_numba(method, data, theta0, ts, t1, rescaled, loss, values, options, wor
             "`method` must be GD, L2SAM, LinfSAM(rho, delta) or LESAM with a constant "
             f"sigma for backend='numba'; got {method!r}: use backend='diffrax'."
         )
+    if loss not in ENGINE_LOSSES:
+        raise ValueError(
+            f"`loss` must be one of {list(ENGINE_LOSSES)} for backend='numba'; got {loss!r}: "
+            "use backend='diffrax' (or 'scipy')."
+        )
 
     n, depth, d = theta0.shape
     clock = options.clock(method, rescaled)
@@ -244,13 +255,12 @@ def _batch(ts, thetas, data, loss, status, t_end, theta_end, n_steps, n_rejected
     ts_b = jnp.broadcast_to(jnp.asarray(ts), (n, ts.shape[0]))
     reached = ts_b <= t_end[:, None]
     b = beta(jnp.asarray(thetas))
-    margins = data.y * (b @ data.X.T)
     zero = jnp.zeros(n, jnp.int64)
     return Trajectory(
         ts=ts_b,
         thetas=jnp.asarray(thetas),
         beta=b,
-        loss=jnp.mean(loss_fn(loss, margins), axis=-1),
+        loss=jnp.mean(loss_fn(loss, loss_arguments(b @ data.X.T, data, loss)), axis=-1),
         status=jnp.asarray(status, jnp.int64),
         t_end=t_end,
         theta_end=jnp.asarray(theta_end),

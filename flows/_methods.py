@@ -71,6 +71,9 @@ class AbstractMethod(eqx.Module):
     scale_free: ClassVar[bool] = True
     #: The rule of :mod:`flows._rules` this method applies (None: not one of them).
     rule: ClassVar[int | None] = None
+    #: True when the rule perturbs each example's loss on its own (:class:`OneSAM`): the
+    #: field is then :math:`-\frac1n\sum_i\nabla\ell_i(\theta+\varepsilon(\theta,\nabla\ell_i))`.
+    per_example: ClassVar[bool] = False
 
     @property
     def time_dependent(self) -> bool:
@@ -377,3 +380,89 @@ class LESAM(AbstractMethod):
         del theta
         unit, norm = _unit(grad)
         return self._epsilon(grad, unit, norm, grad_scale, t)
+
+
+class USAM(AbstractMethod):
+    r"""Unnormalised SAM: :math:`\varepsilon=\rho\,\nabla\mathcal L(\theta)`.
+
+    The gradient itself, not its direction: the perturbation vanishes with the gradient, and
+    the flow is smooth everywhere (no :math:`1/\lVert g\rVert`). On the squared loss of a
+    u⊙v network this is the reference code's ``n_SAM_GD`` (docs/theory.md §18).
+
+    Arguments:
+        rho: radius :math:`\rho\ge0` (a step length on the gradient).
+
+    >>> import flows
+    >>> flows.USAM(0.1).rho.item()
+    0.1
+    """
+
+    rho: jax.Array
+
+    scale_free: ClassVar[bool] = False
+    rule: ClassVar[int] = _rules.UNNORMALISED
+
+    def __init__(self, rho):
+        self.rho = _param("rho", rho)
+
+    def rule_params(self) -> dict:
+        return {"rho": self.rho}
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        del theta
+        return self._epsilon(grad, grad, 1.0, grad_scale, t)
+
+
+#: The conventions of :class:`OneSAM`: the factor :math:`c` of
+#: :math:`\varepsilon_i=c\rho\nabla\ell_i`.
+ONE_SAM_CONVENTIONS = {"gradient": 1.0, "reference": 2.0}
+
+
+class OneSAM(AbstractMethod):
+    r"""Per-example SAM ("1-SAM"): each example's gradient at its own perturbed point,
+
+    .. math::
+        v(\theta)=-\frac1n\sum_{i=1}^n\nabla\ell_i(\theta+\varepsilon_i),\qquad
+        \varepsilon_i=c\,\rho\,\nabla\ell_i(\theta),
+
+    with :math:`\ell_i(\theta)=\ell(y_i\langle\beta(\theta),x_i\rangle)`, or
+    :math:`\frac12(\langle\beta(\theta),x_i\rangle-y_i)^2` for the squared loss, so that
+    :math:`\mathcal L=\frac1n\sum_i\ell_i`. The perturbation is unnormalised (as
+    :class:`USAM`, per example).
+
+    Arguments:
+        rho: radius :math:`\rho\ge0`.
+        convention: ``"gradient"`` (default), :math:`c=1`: the ascent step on
+            :math:`\ell_i` itself; ``"reference"``, :math:`c=2`: the reference code's
+            ``one_SAM_GD`` (tml-epfl/understanding-sam), whose per-example step is
+            :math:`\rho\nabla(r_i^2)=2\rho\nabla\ell_i` on the squared loss
+            (docs/theory.md §18).
+
+    >>> import flows
+    >>> flows.OneSAM(0.1, convention="reference").rule_params()["rho"].item()
+    0.2
+    """
+
+    rho: jax.Array
+    convention: str = eqx.field(static=True, default="gradient")
+
+    scale_free: ClassVar[bool] = False
+    rule: ClassVar[int] = _rules.UNNORMALISED
+    per_example: ClassVar[bool] = True
+
+    def __init__(self, rho, convention: str = "gradient"):
+        self.rho = _param("rho", rho)
+        if not isinstance(convention, str) or convention not in ONE_SAM_CONVENTIONS:
+            raise ValueError(
+                f"`convention` must be one of {sorted(ONE_SAM_CONVENTIONS)}; got {convention!r}."
+            )
+        self.convention = convention
+
+    def rule_params(self) -> dict:
+        return {"rho": ONE_SAM_CONVENTIONS[self.convention] * self.rho}
+
+    def perturbation(self, theta, grad, t, grad_scale=1.0):
+        r""":math:`\varepsilon_i=c\rho\nabla\ell_i` for one example's gradient
+        ``grad_scale * grad``."""
+        del theta
+        return self._epsilon(grad, grad, 1.0, grad_scale, t)

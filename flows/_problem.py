@@ -5,7 +5,10 @@ r"""The learning problem: data, diagonal network, losses and the objective.
     \mathcal L(\theta) = \frac1n\sum_{i=1}^n \ell\big(y_i\langle\beta(\theta), x_i\rangle\big),
 
 with :math:`\theta\in\mathbb R^{L\times d}` (one row per layer) and
-:math:`\ell(z)=\log(1+e^{-z})` (logistic) or :math:`e^{-z}` (exponential).
+:math:`\ell(z)=\log(1+e^{-z})` (logistic) or :math:`e^{-z}` (exponential), labels
+:math:`y_i=\pm1`; or, for regression (real targets :math:`y_i`), the squared loss
+:math:`\mathcal L(\theta)=\frac1{2n}\sum_i(\langle\beta(\theta),x_i\rangle-y_i)^2`,
+:math:`\ell(r)=r^2/2` of the residual (docs/theory.md §18).
 """
 
 import equinox as eqx
@@ -16,12 +19,17 @@ import numpy as np
 from ._validate import as_array, check_finite, check_int, check_scalar, check_type, is_traced
 
 # --- losses ---------------------------------------------------------------------
-# Each loss is written once, as ℓ(z); its derivative ℓ'(z) comes from autodiff.
+# Each loss is written once, as ℓ(z) of its argument (loss_arguments): the margin
+# y⟨β, x⟩ for a classification loss, the residual ⟨β, x⟩ - y for the squared loss;
+# its derivative ℓ'(z) comes from autodiff.
 
 _LOSSES = {
     "logistic": lambda z: jnp.logaddexp(0.0, -z),  # log(1 + e^{-z}), stable for all z
     "exponential": lambda z: jnp.exp(-z),
+    "squared": lambda r: 0.5 * (r * r),  # of the residual r = <β, x> - y
 }
+#: The losses of regression (argument: the residual); the others classify (the margin).
+REGRESSION_LOSSES = ("squared",)
 
 
 def check_loss(loss: str) -> str:
@@ -31,13 +39,25 @@ def check_loss(loss: str) -> str:
     return loss
 
 
+def check_classification_loss(loss: str, needed_by: str) -> str:
+    """``loss`` if it is a classification loss (a function of the margin), else ``ValueError``
+    naming ``loss`` and ``needed_by``, the feature that needs one."""
+    if check_loss(loss) in REGRESSION_LOSSES:
+        names = sorted(set(_LOSSES) - set(REGRESSION_LOSSES))
+        raise ValueError(f"`loss` must be one of {names} for {needed_by}; got {loss!r}.")
+    return loss
+
+
 def loss_fn(loss: str, z):
-    r""":math:`\ell(z)` elementwise, for ``loss`` in ``{"logistic", "exponential"}``."""
+    r""":math:`\ell(z)` elementwise: of the margin :math:`z=y\langle\beta,x\rangle` for
+    ``"logistic"`` and ``"exponential"``, of the residual :math:`z=\langle\beta,x\rangle-y`
+    for ``"squared"`` (:math:`z^2/2`)."""
     return _LOSSES[check_loss(loss)](as_array("z", z))
 
 
 def loss_derivative(loss: str, z):
-    r""":math:`\ell'(z)` elementwise (negative for both losses)."""
+    r""":math:`\ell'(z)` elementwise (negative for the classification losses; the residual
+    itself for the squared loss)."""
     scalar = jax.grad(_LOSSES[check_loss(loss)])
     return jnp.vectorize(scalar)(as_array("z", z))
 
@@ -52,34 +72,47 @@ _LOG_SPEEDS = {
 
 
 def log_speed(loss: str, z):
-    r""":math:`\log(-\ell'(z))` elementwise, finite for every finite ``z``."""
-    return _LOG_SPEEDS[check_loss(loss)](as_array("z", z))
+    r""":math:`\log(-\ell'(z))` elementwise, finite for every finite ``z`` (classification
+    losses only: :math:`-\ell'` of the squared loss changes sign)."""
+    loss = check_classification_loss(loss, "log_speed (-ℓ' > 0)")
+    return _LOG_SPEEDS[loss](as_array("z", z))
 
 
 # --- data -----------------------------------------------------------------------
 
 
 class Dataset(eqx.Module):
-    r"""Labelled data :math:`\{(x_i, y_i)\}_{i=1}^n`, :math:`x_i\in\mathbb R^d`, :math:`y_i=\pm1`.
+    r"""Data :math:`\{(x_i, y_i)\}_{i=1}^n`, :math:`x_i\in\mathbb R^d`: labels
+    :math:`y_i=\pm1`, or real targets :math:`y_i\in\mathbb R` with ``regression=True``.
 
     Arguments:
         X: features, shape ``(n, d)``, finite.
-        y: labels, shape ``(n,)``, each exactly ``+1`` or ``-1``.
+        y: shape ``(n,)``: labels, each exactly ``+1`` or ``-1``; with ``regression=True``
+            real targets, finite.
+        regression: the targets are real numbers, to be fitted with ``loss="squared"``
+            (a classification loss refuses such data, naming ``loss``).
 
-    Concrete inputs are validated eagerly (``ValueError`` naming ``X`` or ``y``);
-    traced inputs (a sweep over data under ``vmap``) are only shape-checked.
+    Concrete inputs are validated eagerly (``ValueError`` naming ``X``, ``y`` or
+    ``regression``); traced inputs (a sweep over data under ``vmap``) are only
+    shape-checked.
 
     >>> import flows
     >>> flows.Dataset([[1.0, 2.0], [-1.0, 0.5]], [1, -1]).n
     2
+    >>> flows.Dataset([[1.0, 2.0]], [0.3], regression=True).regression
+    True
     """
 
     X: jax.Array  # (n, d)
     y: jax.Array  # (n,)
+    regression: bool = eqx.field(static=True, default=False)
 
-    def __init__(self, X, y):
+    def __init__(self, X, y, regression: bool = False):
+        if not isinstance(regression, bool):
+            raise ValueError(f"`regression` must be True or False; got {regression!r}.")
+        what = "an (n,) array of " + ("real targets" if regression else "labels +1 and -1")
         X = as_array("X", X, "an (n, d) array of real numbers")
-        y = as_array("y", y, "an (n,) array of labels +1 and -1")
+        y = as_array("y", y, what)
         if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
             raise ValueError(f"`X` must have shape (n, d) with n, d >= 1; got shape {X.shape}.")
         if y.shape != (X.shape[0],):
@@ -87,10 +120,16 @@ class Dataset(eqx.Module):
                 f"`y` must have shape (n,) = ({X.shape[0]},) to match `X`; got shape {y.shape}."
             )
         check_finite("X", X)
-        if not is_traced(y) and not np.all(np.abs(np.asarray(y)) == 1.0):
-            raise ValueError(f"`y` must contain only labels +1 and -1; got {np.asarray(y)!r}.")
+        if regression:
+            check_finite("y", y)
+        elif not is_traced(y) and not np.all(np.abs(np.asarray(y)) == 1.0):
+            raise ValueError(
+                f"`y` must contain only labels +1 and -1 (real targets need "
+                f"regression=True and loss='squared'); got {np.asarray(y)!r}."
+            )
         self.X = X
         self.y = y
+        self.regression = regression
 
     @property
     def n(self) -> int:
@@ -159,6 +198,51 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
     return jnp.broadcast_to(alpha, (depth, d))
 
 
+def product_init(*layers, d: int | None = None) -> jax.Array:
+    r"""The start :math:`w^{(l)}(0)=` ``layers[l]`` of the product network
+    :math:`\beta=w^{(1)}\odot\cdots\odot w^{(L)}`, one row per layer.
+
+    ``product_init(alpha, 0.0, d=d)`` is the u⊙v start :math:`(u_0,v_0)=(\alpha\mathbf 1,0)`,
+    :math:`\beta_0=0`, of the regression literature. A u⊙v network from
+    :math:`(2\alpha\mathbf 1, 0)` follows the :math:`u^2-v^2` network from
+    :math:`(\alpha\mathbf 1,\alpha\mathbf 1)` at half the speed (docs/theory.md §18).
+
+    Arguments:
+        layers: :math:`L\ge1` rows, each a finite scalar (then pass ``d``, or give another
+            row as a vector) or a ``(d,)`` vector; zeros and signs are allowed.
+        d: number of features, when every row is a scalar.
+
+    Returns:
+        :math:`\theta` of shape ``(L, d)``, float64.
+
+    >>> import flows
+    >>> flows.product_init(0.5, 0.0, d=3).tolist()
+    [[0.5, 0.5, 0.5], [0.0, 0.0, 0.0]]
+    """
+    if not layers:
+        raise ValueError("`layers` must hold at least one row (L >= 1); got none.")
+    rows = [as_array(f"layers[{k}]", w, "a scalar or a (d,) array of real numbers")
+            for k, w in enumerate(layers)]  # fmt: skip
+    for k, w in enumerate(rows):
+        if w.ndim > 1 or (w.ndim == 1 and w.shape[0] < 1):
+            raise ValueError(
+                f"`layers[{k}]` must be a scalar or a (d,) vector with d >= 1 (a product "
+                f"network's row); got shape {w.shape}."
+            )
+        check_finite(f"layers[{k}]", w)
+    lengths = {w.shape[0] for w in rows if w.ndim == 1}
+    if d is not None:
+        lengths.add(check_int("d", d, minimum=1))
+    if len(lengths) > 1:
+        raise ValueError(
+            f"`layers` and `d` must agree on one length d; got lengths {sorted(lengths)}."
+        )
+    if not lengths:
+        raise ValueError("`d` is required when every row of `layers` is a scalar.")
+    (d,) = lengths
+    return jnp.stack([jnp.broadcast_to(w, (d,)) for w in rows])
+
+
 def check_data(data) -> "Dataset":
     """Return ``data`` if it is a :class:`Dataset`, else raise :class:`WrongTypeError`."""
     return check_type("data", data, Dataset, "a flows.Dataset, e.g. flows.single_example(mu)")
@@ -202,12 +286,38 @@ def beta(theta):
     return jnp.prod(theta, axis=-2)
 
 
+def predictions(theta, data: Dataset):
+    r""":math:`\langle\beta(\theta),x_i\rangle`, shape ``(n,)``, for one ``theta`` ``(L, d)``."""
+    theta = theta_array(theta, check_data(data))
+    return data.X @ beta(theta)
+
+
 def margins(theta, data: Dataset):
     r""":math:`y_i\langle\beta(\theta),x_i\rangle`, shape ``(n,)``, for one ``theta`` ``(L, d)``."""
-    theta = theta_array(theta, check_data(data))
-    return data.y * (data.X @ beta(theta))
+    return check_data(data).y * predictions(theta, data)
+
+
+def check_loss_data(loss: str, data: Dataset) -> str:
+    """``loss`` if it names a loss that fits ``data``, else ``ValueError`` naming ``loss``: real
+    targets (``Dataset(..., regression=True)``) are fitted by the squared loss only."""
+    loss = check_loss(loss)
+    if check_data(data).regression and loss not in REGRESSION_LOSSES:
+        raise ValueError(
+            f"`loss` must be one of {list(REGRESSION_LOSSES)} for a regression Dataset (real "
+            f"targets); got {loss!r}."
+        )
+    return loss
+
+
+def loss_arguments(preds, data: Dataset, loss: str):
+    r"""The argument of :math:`\ell` for each example from the predictions
+    :math:`p_i=\langle\beta,x_i\rangle` (shape ``(..., n)``): the margin :math:`y_ip_i` for a
+    classification loss, the residual :math:`p_i-y_i` for the squared loss."""
+    return preds - data.y if loss in REGRESSION_LOSSES else data.y * preds
 
 
 def objective(theta, data: Dataset, loss: str = "logistic"):
-    r""":math:`\mathcal L(\theta)=\frac1n\sum_i\ell(y_i\langle\beta(\theta),x_i\rangle)`."""
-    return jnp.mean(loss_fn(check_loss(loss), margins(theta, data)))
+    r""":math:`\mathcal L(\theta)=\frac1n\sum_i\ell(y_i\langle\beta(\theta),x_i\rangle)`, or
+    :math:`\frac1{2n}\sum_i(\langle\beta(\theta),x_i\rangle-y_i)^2` for ``loss="squared"``."""
+    loss = check_loss_data(loss, data)
+    return jnp.mean(loss_fn(loss, loss_arguments(predictions(theta, data), data, loss)))

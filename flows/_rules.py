@@ -12,6 +12,7 @@ rule                      :math:`\varepsilon`
 ``L2``                    :math:`\rho\,u`
 ``LINF_SMOOTH``           :math:`\rho\tanh(g/\delta)`
 ``LE``                    :math:`\min\big(\sigma/(s\lVert g\rVert+\varrho),\rho_{\max}\big)\,u`
+``UNNORMALISED``          :math:`\rho\,s\,g` (the gradient itself, not its direction)
 ========================= ============================================================
 
 (:math:`s` = ``grad_scale``.) :func:`epsilon` is plain arithmetic on its arguments
@@ -32,7 +33,7 @@ import types
 import jax.numpy as jnp
 import numpy as xp
 
-GD, L2, LINF_SMOOTH, LE = 0, 1, 2, 3
+GD, L2, LINF_SMOOTH, LE, UNNORMALISED = 0, 1, 2, 3, 4
 #: The order of a rule's parameters in the engine's parameter rows.
 PARAMS = ("rho", "delta", "sigma", "rho_max", "eps")
 #: The sign each parameter must have: the keyword of :func:`flows._validate.check_scalar`.
@@ -48,6 +49,8 @@ def epsilon(kind, g, u, norm, grad_scale, rho, delta, sigma, rho_max, eps):
         return rho * xp.tanh(g / delta)
     if kind == LE:
         return xp.minimum(sigma / (grad_scale * norm + eps), rho_max) * u
+    if kind == UNNORMALISED:
+        return rho * grad_scale * g
     return 0.0 * u
 
 

@@ -20,7 +20,7 @@ from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
 from ._options import SolverOptions, solver_options
-from ._problem import Dataset, check_loss, check_theta, objective
+from ._problem import Dataset, check_classification_loss, check_loss_data, check_theta, objective
 from ._trajectory import Status, Trajectory
 from ._validate import as_array, check_scalar, is_traced
 
@@ -36,9 +36,16 @@ def check_problem(method, data, loss, rescaled) -> str:
         raise ValueError(f"`method` must be a flows method such as flows.GD(); got {method!r}.")
     if not isinstance(data, Dataset):
         raise ValueError(f"`data` must be a flows.Dataset; got {type(data).__name__}.")
-    loss = check_loss(loss)
+    loss = check_loss_data(loss, data)
     if not isinstance(rescaled, bool):
         raise ValueError(f"`rescaled` must be True or False; got {rescaled!r}.")
+    if rescaled:
+        check_classification_loss(loss, "rescaled=True (it divides out -ℓ' > 0)")
+    if _is_filippov(method):
+        check_classification_loss(
+            loss, "the exact ℓ∞ sign (a Filippov system); for the squared loss use "
+            "LinfSAM(rho, delta) or flows.iterate"
+        )
     if rescaled and data.n != 1:
         raise ValueError(
             f"`rescaled=True` needs a single example (n = 1): with n > 1 there is no common "
@@ -130,7 +137,8 @@ def solve(
         t1: final time (> 0).
         ts: saving times in ``[0, t1]``; default 101 equispaced points.
         rescaled: integrate the single-example rescaled flow.
-        loss: ``"logistic"`` or ``"exponential"``.
+        loss: ``"logistic"``, ``"exponential"`` or ``"squared"`` (real targets: a
+            ``Dataset(..., regression=True)``; not with ``rescaled`` nor the exact ℓ∞ sign).
         options: a :class:`SolverOptions`: backend (``"diffrax"``, the default here;
             ``"scipy"``, the independent reference; ``"numba"``, the CPU engine of
             :func:`flows.solve_many`), solver, tolerances, step budget, event thresholds,
@@ -200,7 +208,7 @@ def integrate(method, data, theta0, *, t1, ts, rescaled, loss, options) -> Traje
         t1: final time, > 0 (a float64 scalar, traced or not).
         ts: saving times in ``[0, t1]``, non-decreasing; None: 101 equispaced points.
         rescaled: integrate the single-example rescaled flow.
-        loss: ``"logistic"`` or ``"exponential"``.
+        loss: ``"logistic"``, ``"exponential"`` or ``"squared"``.
         options: a built :class:`SolverOptions`; ``backend="numba"`` needs concrete inputs.
     """
     if ts is None:

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dynamics import clock_of, theta_of
-from ._problem import Dataset, beta, loss_fn, margins
+from ._problem import Dataset, beta, loss_arguments, loss_fn, predictions
 
 
 class Status:
@@ -219,7 +219,8 @@ def make_trajectory(
     reached = ts <= t_end
     thetas = jnp.where(reached[:, None, None], thetas, jnp.nan)
     b = beta(thetas)
-    loss_values = jnp.mean(loss_fn(loss, jax.vmap(margins, (0, None))(thetas, data)), axis=-1)
+    preds = jax.vmap(predictions, (0, None))(thetas, data)
+    loss_values = jnp.mean(loss_fn(loss, loss_arguments(preds, data, loss)), axis=-1)
     as_int = lambda x: jnp.asarray(x, dtype=jnp.int64)  # noqa: E731
     return Trajectory(
         ts=ts,

@@ -38,7 +38,7 @@ def full(tmp_path_factory):
 def _assert_all_pass(status, report, stdout, quick):
     rows = report["rows"]
     assert status == 0 and report["quick"] is quick
-    assert {r["claim"] for r in rows} == {"C1", "C2", "C3", "C4", "L>=3"}
+    assert {r["claim"] for r in rows} == {"C1", "C2", "C3", "C4", "L>=3", "regression"}
     for r in rows:
         assert set(r) == {"claim", "setting", "prediction", "measurement", "tolerance", "result"}
         assert r["result"] == "PASS", r
@@ -49,9 +49,9 @@ def _assert_all_pass(status, report, stdout, quick):
 @pytest.mark.slow
 def test_check_full_mode_passes(full):
     """Every full-mode row: C1's SAM rows, C2 fate/GD/α_c, C3 multi-example, C4 scale,
-    sequences and plateau, the odd-L and depth-path rows."""
+    sequences and plateau, the odd-L and depth-path rows, the regression rows."""
     rows = _assert_all_pass(*full, quick=False)
-    assert len(rows) == 24
+    assert len(rows) == 26
     text = {r["setting"]: r["measurement"] for r in rows}
     assert sum("reference" in m for s, m in text.items() if s.startswith("l2-SAM rho=1, L=")) == 2
     assert any("(= 3.0 x 1.0)" in s and "reduction" in m for s, m in text.items())
