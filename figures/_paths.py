@@ -20,7 +20,7 @@ import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import Context, FigureSpec
+from ._common import Context, FigureSpec, sequence_text
 from ._style import (
     ALPHA_LINESTYLES,
     FULL_WIDTH,
@@ -29,6 +29,7 @@ from ._style import (
     REFERENCE,
     REGIME_FILLS,
     SMALL_SIZE,
+    SWITCH,
     cell_edges,
     class_cmap,
     draw_classes,
@@ -129,11 +130,6 @@ def compute_trajectories(ctx: Context) -> dict:
     return data
 
 
-def _sequence_text(sequence) -> str:
-    """j† sequence, 1-based, as in the figures: '2→1→2→3→4→5'."""
-    return r"$\to$".join(str(int(j) + 1) for j in sequence)
-
-
 def _ratio_styles(ratios) -> dict:
     """Line style of each α/α_c (figures._style.ALPHA_LINESTYLES): nearest α_c solid."""
     order = np.argsort(ratios)
@@ -154,11 +150,11 @@ def draw_trajectories(data: dict):
         beta = beta / np.max(np.abs(beta), axis=1, keepdims=True)  # no overflow in the norm
         share = beta / np.linalg.norm(beta, axis=1, keepdims=True)
         for t in data[f"switch_t/{key}"]:
-            ax.axvline(t, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+            ax.axvline(t, **SWITCH, zorder=0)
         for j in range(d):
             ax.plot(taus, share[:, j], color=j_color(j, d), lw=1.2)
         ratio = float(data["ratios"][i])
-        sequence = _sequence_text(data[f"sequence/{key}"])
+        sequence = sequence_text(data[f"sequence/{key}"])
         ax.set_title(rf"$\alpha={ratio:g}\,\alpha_c$" + "\n" + rf"$j^\dagger$: {sequence}")
         ax.set(xscale="log", xlim=xlim, ylim=(0, 1.05))
         plain_log_ticks(ax, "x")
@@ -197,7 +193,7 @@ def draw_trajectories(data: dict):
         ax.set(xscale="log", ylim=(0, 1.45 * np.nanmax(data[key])), ylabel=r"$\tau$")
         for ratio in data["ratios"]:
             if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c)
-                ax.axvline(ratio - 1, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+                ax.axvline(ratio - 1, **SWITCH, zorder=0)
     for i, ratio in enumerate(data["ratios"]):  # each dotted line's panel, atop (f)
         if gaps[0] <= ratio - 1 <= gaps[-1]:
             top.text(
@@ -302,7 +298,10 @@ def draw_linf_limits(data: dict):
     undetermined = LIMIT_CODES.index("undetermined")
     a, rho = data["alpha"], float(data["rho"])
     edges = cell_edges(a, log=False)  # the cells of "nearest" shading
-    present, gd = set(), dict(color=METHOD_COLORS["GD"], ls=(0, (4.0, 1.5)), lw=1.0)
+    # the tie lines: solid (computed curves), in the colour of their method
+    present = set()
+    linf = dict(color=METHOD_COLORS["ℓ∞-SAM"], lw=1.3)
+    gd = dict(color=METHOD_COLORS["GD"], lw=1.0)
     for ax, L in zip(axes, depths, strict=True):
         cls = data[f"class/{L}"]
         present |= set(np.unique(cls).tolist())
@@ -313,8 +312,11 @@ def draw_linf_limits(data: dict):
         off = np.argwhere(data[f"leader/{L}"] != data[f"c2_leader/{L}"])
         ax.plot(a[off[:, 0]], a[off[:, 1]], "x", color="k", ms=3, mew=0.8)
         if f"tie_a1/{L}" in data:
-            ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
+            ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], **linf)
             ax.plot(a, data[f"gd_a2/{L}"], **gd)
+        else:  # L = 2: GD's weights are α_j e^{μ_j t}, so the major coordinate always wins
+            note = "GD: " + r"$\to e_2$" + "\nfrom every start"
+            ax.text(0.96, 0.75, note, transform=ax.transAxes, ha="right", va="top")
         ax.set(
             xlim=(a[0], a[-1]),
             ylim=(a[0], a[-1]),
@@ -336,9 +338,9 @@ def draw_linf_limits(data: dict):
         Line2D(
             [],
             [],
-            color="k",
-            lw=1.3,
-            label=r"$\mu_1(\alpha_1-\rho)^{L-2}=\mu_2(\alpha_2-\rho)^{L-2}$",
+            **linf,
+            label=METHOD_LABELS["ℓ∞-SAM"]
+            + r": $\mu_1(\alpha_1-\rho)^{L-2}=\mu_2(\alpha_2-\rho)^{L-2}$",
         ),
         Line2D([], [], **gd, label=r"GD: $\mu_1\alpha_1^{L-2}=\mu_2\alpha_2^{L-2}$"),
     ]

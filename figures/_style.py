@@ -125,7 +125,7 @@ REGIME_FILLS = {
     "excursion": "#CCDDAA",  # pale green (Tol's "pale"): major first, a minor excursion
     "direct": "#99DDFF",  # light cyan
     "minor": "#FFAABB",  # pink
-    "stalled": "#BBCC33",  # pear
+    "stalled": "#C8B4E0",  # lavender: no j colour (viridis' light end is yellow-green) nor method
     "undetermined": None,  # hatched
 }
 
@@ -134,6 +134,8 @@ REGIME_FILLS = {
 ALPHA_C_LINE = dict(color="k", ls="-", lw=0.9)
 ALPHA_DIRECT_LINE = dict(color="k", ls="--", lw=0.9)
 REFERENCE = dict(color="0.35", ls=":", lw=0.9)
+#: A switch time of j† (a reference line, lighter than a bound: it stands behind the data).
+SWITCH = {**REFERENCE, "color": "0.6", "lw": 0.6}
 #: α of the runs drawn side by side, in the order given: solid, dashed, dash-dot, dotted.
 ALPHA_LINESTYLES = ("-", (0, (4.0, 1.5)), (0, (5.0, 1.5, 1.2, 1.5)), (0, (1.2, 1.2)))
 HATCH = "/////"

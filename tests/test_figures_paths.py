@@ -211,9 +211,10 @@ def test_linf_limits_tie_curve_and_the_points_beside_it(quick_run):
 
 @pytest.mark.parametrize("depth", [2, 3, 4])
 def test_linf_limits_caption_gd_sentence_is_true(depth):
-    """The caption's GD (its dashed line): at L ≥ 3 GD ends on argmax μ_j α_j^{L−2} (its blow-up
-    times 1/((L−2) μ_j α_j^{L−2}), docs/theory.md §8), so its minor coordinate wins below the line;
-    at L = 2, w_j = α_j e^{μ_j τ}, so β_2/β_1 ∝ e^{2(μ_2 − μ_1)τ} → ∞: always e₂."""
+    """The caption's GD (its black line, and the note in panel (a)): at L ≥ 3 GD ends on
+    argmax μ_j α_j^{L−2} (its blow-up times 1/((L−2) μ_j α_j^{L−2}), docs/theory.md §8), so its
+    minor coordinate wins below the line; at L = 2, w_j = α_j e^{μ_j τ}, so
+    β_2/β_1 ∝ e^{2(μ_2 − μ_1)τ} → ∞: always e₂."""
     winners = set()
     for a in ((1.5, 1.5), (3.0, 1.2)):
         if depth == 2:
