@@ -40,6 +40,7 @@ from ._style import (
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
+    VARIANT,
     new_figure,
     panel_labels,
     plain_log_ticks,
@@ -130,13 +131,14 @@ SHARP_METHODS = {
     "LE-SAM cos": flows.LESAM(cosine_budget, RHO_MAX),
     "ℓ2-SAM ρ̄": None,
 }
-SHARP_STYLES = {  # a method's variant: its colour, dashed
-    "GD": dict(color=METHOD_COLORS["GD"], ls="-", lw=0.8),
-    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], ls="-"),
-    "ℓ2-SAM ρ̄": dict(color=METHOD_COLORS["ℓ2-SAM"], ls=(0, (3.0, 1.5))),
-    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"], ls="-"),
-    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], ls=(0, (3.0, 1.5))),
+SHARP_STYLES = {  # a method's colour; its variant (another radius, σ annealed) open markers
+    "GD": dict(color=METHOD_COLORS["GD"], lw=0.8),
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"]),
+    "ℓ2-SAM ρ̄": dict(color=METHOD_COLORS["ℓ2-SAM"], **VARIANT, marker="o"),
+    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"]),
+    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], **VARIANT, marker="s"),
 }
+LOSS_READ = 1e-3  # the caption reads the ratios here (dotted) and at LOSS_MIN (the right edge)
 BRANCH_ENDS = dict(marker="D", ms=3.5, mfc="w", mew=0.9, ls="none", zorder=4)
 BRANCH_RESUMES = dict(marker="^", ms=4.0, mfc="w", mew=0.9, ls="none", zorder=4)
 
@@ -292,6 +294,7 @@ def _draw_ratio(ax, data, key, ylabel):
                 k = end + back[0]
                 ax.plot(loss[k], ratio[k], **BRANCH_RESUMES, mec=style["color"])
     shown = np.concatenate(shown)
+    ax.axvline(LOSS_READ, **REFERENCE, zorder=0)  # where the caption reads the ratios
     ax.set(
         xscale="log",
         xlim=(float(data["loss/GD"][0]), LOSS_MIN),  # reversed: training runs left to right

@@ -269,7 +269,7 @@ def compute_regime_map(ctx: Context) -> dict:
 def _k_mark(ax, x, k, kind, half=0.42):
     """A boundary k at depth column x: a segment across the column, a marker at its centre."""
     style = K_STYLE[kind]
-    line = {key: style[key] for key in ("color", "ls", "lw")}
+    line = {key: style[key] for key in ("color", "ls", "lw", "gid")}
     ax.plot([x - half, x + half], [k, k], **line, zorder=3)
     ax.plot([x], [k], **{**style, "ls": ""}, zorder=4)
 

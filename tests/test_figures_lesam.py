@@ -380,15 +380,15 @@ def test_rho_bar_caption_number(quick):
 
 
 def test_ratio_caption_numbers(quick):
-    """Caption: tr H_GD = 0.26 at loss 1e-3; tr H/tr H_GD at 1e-3 and 1e-6, each at its
-    rounding in the published data, those at 1e-3 also from the reference runs; LE-SAM is
-    flatter than GD but not than ℓ2-SAM at either radius, at every decade of loss drawn."""
+    """GD's tr H at loss 1e-3 (0.26, the scale of the ratios); caption: tr H/tr H_GD at 1e-3 and
+    1e-6, each at its rounding in the published data, those at 1e-3 also from the reference
+    runs; LE-SAM is flatter than GD but not than ℓ2-SAM at either radius, at every decade of
+    loss drawn."""
     caption = gallery_caption("lesam")
-    assert "at loss 10⁻³, where tr H_GD = 0.26, tr H/tr H_GD = 0.39 for ℓ2-SAM (both radii)" in (
-        caption
-    )
+    assert "at loss 10⁻³ (dotted), tr H/tr H_GD = 0.39 for ℓ2-SAM (both radii)" in caption
     assert "0.59 for LE-SAM (both budgets)" in caption
-    assert "at 10⁻⁶, 0.35 (both radii), 0.66 (constant σ) and 0.71 (annealed)" in caption
+    assert "at 10⁻⁶ (the right edge), 0.35 (both radii), 0.66 (constant σ) and 0.71" in caption
+    assert _lesam.LOSS_READ == 1e-3 and _lesam.LOSS_MIN == 1e-6
     stated = {
         1e-3: {"ℓ2-SAM": 0.39, "ℓ2-SAM ρ̄": 0.39, "LE-SAM": 0.59, "LE-SAM cos": 0.59},
         1e-6: {"ℓ2-SAM": 0.35, "ℓ2-SAM ρ̄": 0.35, "LE-SAM": 0.66, "LE-SAM cos": 0.71},

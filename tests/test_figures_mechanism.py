@@ -111,7 +111,8 @@ def test_mechanism_caption_numbers():
     assert _stated(caption, f"‖∇L‖ is at most {np.nanmax(gl):.2f}") and np.nanmax(gl) < 0.515
     first = int(np.argmax(fastest == MU.size - 1))
     assert np.all(fastest[first:] == MU.size - 1)
-    assert _stated(caption, "below 10⁻⁹ when the fastest-growing index reaches 5")
+    assert _stated(caption, "below 10⁻⁹ (dotted level) when the fastest-growing index reaches 5")
+    assert _mechanism.GRAD_FLOOR == 1e-9 and _stated(caption, "(dotted levels)")
     assert gl[first] < 1e-9 and gm[first] > 9 and gm[first - 1] < 9
     assert _stated(caption, f"(τ ≈ {taus[first]:.1f}, ‖∇m‖ > 9)")
 

@@ -348,7 +348,7 @@ def _states(caption, *texts):
 def test_trajectories_caption_numbers_are_the_published_data():
     caption, data = gallery_caption("trajectories"), published_data("trajectories")
     _states(
-        caption, "ρ = 1", "α = 1.001, 1.01, 1.1 and 2 α_c", f"α_c = {float(data['alpha_c']):.4f}"
+        caption, "ρ = 1", "α = 1.001, 1.1 and 2 α_c", f"α_c = {float(data['alpha_c']):.4f}"
     )
     assert float(data["rho"]) == 1.0 and data["ratios"].tolist() == [2.0, 1.1, 1.01, 1.001]
     assert f"α_c = {float(data['alpha_c']):.4f}" == "α_c = 0.3473"
@@ -358,9 +358,7 @@ def test_trajectories_caption_numbers_are_the_published_data():
         assert (data[f"sequence/l2/{i}"] + 1).tolist() == [2, 1, 2, 3, 4, 5]
     last = [float(data[f"switch_t/l2/{i}"][-1]) for i in (3, 2, 1, 0)]
     assert [f"{t:.1f}" for t in last[:3]] + [f"{last[3]:.2f}"] == ["46.2", "24.5", "3.3", "0.23"]
-    _states(
-        caption, "τ = 46.2 from 1.001 α_c, 24.5 from 1.01 α_c, 3.3 from 1.1 α_c, 0.23 from 2 α_c"
-    )
+    _states(caption, "τ = 46.2 from 1.001 α_c, 3.3 from 1.1 α_c, 0.23 from 2 α_c")
     # (e): the loss at 1e-3, the margin carried by j† = 1, and GD
     assert _paths.LOSS_LOW == 1e-3
     low = [f"{float(data[f'tau_low/l2/{i}']):.2f}" for i in (1, 2, 3)]
@@ -369,7 +367,12 @@ def test_trajectories_caption_numbers_are_the_published_data():
     for i in (2, 3):
         j, share, rate = _margin_carried(data, i)
         assert j == 0 and share > 0.99 and np.all(np.abs(rate - 1) < 0.01), (i, share, rate)
+        # what panel (d) draws: the same window and rates, every drawn share above 0.99
+        loss, drawn_share, drawn_rate = _paths.margin_while_falling(data, i)
+        np.testing.assert_allclose(drawn_rate, rate, rtol=1e-12)
+        assert loss.max() <= 1e-1 and loss.min() >= 1e-3 and np.all(drawn_share > 0.99)
     _states(caption, "j† = 1", "over 99% of the margin", "β₁'s rate to within 1%")
+    _states(caption, "above the dotted 0.99", "between the dotted 0.99 and 1.01")
     assert f"{float(data['tau_low/gd']):.2f}" == "0.17" and data["sequence/gd"].tolist() == [4]
     _states(caption, "GD from 1.001 α_c (black) reaches 10⁻³ at τ = 0.17")
     assert float(data["tau_low/l2/0"]) == 0.0
@@ -422,6 +425,8 @@ def test_discrete_caption_numbers_are_the_published_data():
     t, w = data["flow_t/ℓ∞-SAM-slide"], data["flow_w/ℓ∞-SAM-slide"]
     assert f"{t[np.argmax(np.abs(w[:, 0]) < 1e-12)]:.1f}" == "4.2"
     _states(caption, "w₁ dies at t ≈ 4.2", "from t = 4.5 on", "within 0.013 (η = 0.5)")
+    _states(caption, "in its inset on a ±0.02 scale")
+    assert (_paths.CHATTER_FROM, _paths.CHATTER_SCALE) == (4.5, 0.02)
     for lr in _paths.LRS_SHOWN:
         ti, wi = data[f"iter_t/ℓ∞-SAM-slide/{lr}"], data[f"iter_w/ℓ∞-SAM-slide/{lr}"]
         late = wi[ti >= 4.5, 0]
