@@ -605,21 +605,20 @@ LEGEND_HANDLERS = {RingHandle: _RingHandler()}
 
 def draw_minor_first(data: dict):
     fig = new_figure(FULL_WIDTH, 2.7)
-    ax, gx = fig.subplots(1, 2, sharey=True, width_ratios=[3.2, 1])
+    ax = fig.subplots()
     tau, alpha = data["tau"], data["alpha"]
-    for axis, jdag, title in (
-        (ax, data["jdag"], r"$\ell_2$-SAM ($\rho=1$)"),
-        (gx, data["jdag_gd"], "GD"),
-    ):
-        _index_map(axis, tau, alpha, jdag)
-        _log_cells(axis, tau, alpha, xlabel=r"rescaled time $\tau$", title=title)
-        plain_log_ticks(axis)
+    _index_map(ax, tau, alpha, data["jdag"])
+    _log_cells(ax, tau, alpha, xlabel=r"rescaled time $\tau$", title=r"$\ell_2$-SAM ($\rho=1$)")
+    plain_log_ticks(ax)
+    # GD from the same starts leads on one index in every cell: written, not drawn as a map
+    gd = np.unique(data["jdag_gd"])
+    if gd.size == 1 and gd[0] >= 0:
+        ax.text(0.985, 0.985, rf"GD, same starts: $j^\dagger={int(gd[0]) + 1}$ in every cell",
+                transform=ax.transAxes, ha="right", va="top")  # fmt: skip
     _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))  # ℓ2-SAM's, not GD's
     ax.axhline(data["bounds"][1], **REFERENCE)
     ax.set_ylabel(r"$\alpha$ ($\rho=1$)")
-    gx.set_xticks([1e-3, 1.0], ["0.001", "1"])
     _alpha_ticks(ax, alpha)
-    panel_labels([ax, gx])
     present = set(np.unique(data["jdag"]).tolist()) | set(range(5))
 
     def legend(ringed):

@@ -370,13 +370,30 @@ def test_minor_first_caption_states_what_its_data_show():
         _edge_states(alpha[band & (start == j)].max(), alpha[start == j + 1].min(), stated, 3)
     assert f"{data['bounds'][1]:.3f}" == "0.477"  # the dotted bound
     assert alpha[start == 3].max() < float(data["k_direct"]) < alpha[start == 4].min()
-    _states(cap, "at six values of α", "at α = 0.36, 2 → 1 → 2 → 3 → 4 → 5")
+    _states(cap, "on six rows of the grid", "on the row α = 0.3595")
     rows = data["mark_rows"]
     assert rows.size == 6
     m = int(np.flatnonzero(np.round(alpha[rows], 2) == 0.36)[0])
-    after = data["switch_after"][m]
+    assert f"{alpha[rows[m]]:.4f}" == "0.3595"
+    after, times = data["switch_after"][m], data["switch_times"][m]
     assert [start[rows[m]], *after[after >= 0]] == [1, 0, 1, 2, 3, 4]
-    _states(cap, "GD has j† = 5 in every cell")
+    stated = ", ".join(f"{t:.2f}" for t in times[after >= 0])
+    _states(cap, f"2 → 1 → 2 → 3 → 4 → 5 at τ = {stated} (the mechanism")
+    # the same sequence from α = 0.36 itself (the mechanism figure's run), its last four
+    # switches earlier
+    mech = published_data("mechanism")
+    assert float(mech["alpha"]) == 0.36 and alpha[rows[m]] < 0.36
+    assert mech["sequence/ℓ2-SAM"].tolist() == [1, *after[after >= 0].tolist()]
+    assert np.all(mech["switch_t/ℓ2-SAM"][1:] < times[after >= 0][1:])
+    _states(cap, "makes its last four switches earlier")
+    # "climbs to 5": every row between α_c and α_direct does by τ = 20 except the stated 2,
+    # which end below α = 0.352 on another index
+    last = data["jdag"][:, -1]
+    short = band & (last != MAJOR)
+    assert float(data["tau"][-1]) == 20.0 and _states(cap, "up to τ = 20") is None
+    assert short.sum() == 2 and alpha[short].max() < 0.352 < alpha[band & (last == MAJOR)].min()
+    _states(cap, "the 2 rows between α_c and α = 0.352 have not reached 5 by τ = 20")
+    _states(cap, "GD from the same starts (written in the panel", "has j† = 5 in every cell")
     assert np.all(data["jdag_gd"] == MAJOR)
 
 
