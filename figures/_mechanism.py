@@ -251,9 +251,12 @@ def draw_max_margin(data: dict):
             every = max(1, keep.sum() // 12)
             ax.plot(taus[keep], cos[keep], color=color, markevery=every, **_DEPTH_MARKS[depth])
         taus = data[f"taus/2/{key}"]
-        rate = float(data[f"rate/2/{key}"])
-        bx.plot(taus, 1.0 - data[f"cos_l1/2/{key}"], color=color,
-                label=rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$")  # fmt: skip
+        rate, c = float(data[f"rate/2/{key}"]), float(data[f"prefactor/2/{key}"])
+        label = rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$" + "\n" + rf"$C={c:.3g}$"
+        bx.plot(taus, 1.0 - data[f"cos_l1/2/{key}"], color=color, label=label)
+        # the fit (over the second half, analysis.convergence_rate's tail) drawn back to τ = 0,
+        # where it meets the axis at its prefactor C
+        bx.plot(taus, c * np.exp(-rate * taus), **{**REFERENCE, "color": color, "lw": 1.4})
         taus = data[f"taus/1/{key}"]
         rate = float(data[f"rate/1/{key}"])
         style = _DEPTH_MARKS[1] if key == "ℓ2-SAM" else dict()
@@ -261,6 +264,8 @@ def draw_max_margin(data: dict):
         every = max(1, taus.size // 12)
         cx.plot(taus[1:], 1.0 - data[f"cos_l2/1/{key}"][1:], color=color, markevery=every,
                 label=label, **style)  # fmt: skip
+        c = float(data[f"prefactor/1/{key}"])
+        cx.plot(taus[1:], c * taus[1:] ** -rate, **{**REFERENCE, "color": color, "lw": 1.4})
     ax.axhline(between, **REFERENCE)
     ax.text(3e2, between + 0.02, r"$\langle\hat\beta_1,\hat\beta_2\rangle$", ha="center",
             va="bottom")  # fmt: skip
@@ -274,8 +279,10 @@ def draw_max_margin(data: dict):
     cx.set(xscale="log", yscale="log", xlabel=r"rescaled time $\tau$",
            ylabel=r"$1-\cos\angle(\beta,\hat\beta_2)$")  # fmt: skip
     cx.set_title(r"$L=1$: $\propto\tau^{-\kappa}$")
-    bx.legend(loc="lower left", handlelength=1.4)
-    cx.set_ylim(bottom=1e-15)  # room for the legend under the curve
+    bx.set_ylim(top=60.0)  # room for ℓ2-SAM's C = 16.6 at τ = 0
+    bx.set_ylim(bottom=1e-19)  # room for the legend under the curves
+    bx.legend(loc="lower left", handlelength=1.2, labelspacing=0.5)
+    cx.set_ylim(1e-15, 1.0)  # room for the legend under the curve
     cx.legend(loc="lower left", handlelength=1.4)
     panel_labels([ax, bx, cx])
     handles = [
@@ -285,8 +292,9 @@ def draw_max_margin(data: dict):
     handles += [
         Line2D([], [], color="0.3", label="$L=2$"),
         Line2D([], [], color="0.3", **_DEPTH_MARKS[1], label="$L=1$"),
+        Line2D([], [], **{**REFERENCE, "lw": 1.4}, label="fit, (b) and (c)"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4)
+    fig.legend(handles=handles, loc="outside lower center", ncols=5)
     return fig
 
 
