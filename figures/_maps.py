@@ -701,11 +701,13 @@ def compute_depth(ctx: Context) -> dict:
 
 
 def draw_depth(data: dict):
-    depths = data["depths"]
+    # L = 2 (where s = τ) is the minor-first figure: only the deeper maps are drawn here
+    shown = [i for i, L in enumerate(data["depths"]) if L != 2]
     fig = new_figure(FULL_WIDTH, 3.0)
-    axes = fig.subplots(1, len(depths), sharey=True)
+    axes = np.atleast_1d(fig.subplots(1, len(shown), sharey=True))
     alpha = data["alpha"]
-    for i, (ax, L) in enumerate(zip(axes, depths, strict=True)):
+    for ax, i in zip(axes, shown, strict=True):
+        L = data["depths"][i]
         jd = data["jdag"][i]
         clock = np.geomspace(TAU_MIN, data["tau_max"][i], jd.shape[-1])
         _index_map(ax, clock, alpha, jd)
@@ -715,7 +717,7 @@ def draw_depth(data: dict):
             clock,
             alpha,
             title=f"$L={L}$" + ("" if np.isfinite(data["k_c"][i]) else r" (no $\alpha_c$)"),
-            xlabel=r"clock $s=\tau$" if L == 2 else r"clock $s$",
+            xlabel=r"clock $s$",
         )
         plain_log_ticks(ax)
     _alpha_ticks(axes[0], alpha)
@@ -724,13 +726,13 @@ def draw_depth(data: dict):
 
     def marks():
         ringed = False
-        for i, ax in enumerate(axes):
+        for ax, i in zip(axes, shown, strict=True):
             keep = data["mark_rows"][i] >= 0
             ringed |= _draw_marks(ax, alpha, *(data[key][i][keep] for key in MARK_KEYS))
         return ringed
 
-    present = set(np.unique(data["jdag"]).tolist()) | set(range(MU.size))
-    late = bool(np.any(data["switch_late"]))
+    present = set(np.unique(data["jdag"][shown]).tolist()) | set(range(MU.size))
+    late = bool(np.any(data["switch_late"][shown]))
     handles = [*_index_handles(stopped="run stopped (blow-up)", present=present)]
 
     def legend(ringed):

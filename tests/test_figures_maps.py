@@ -400,6 +400,11 @@ def test_minor_first_caption_states_what_its_data_show():
 def test_depth_caption_states_what_its_data_show():
     cap, data = gallery_caption("depth"), published_data("depth")
     alpha = data["alpha"]
+    # L = 2 is computed with the others but drawn in the minor-first figure, from the same runs
+    _states(cap, "at (a) L = 3 and (b) L = 4", "the map is the minor-first figure")
+    two = published_data("minor_first")
+    rows = np.isin(alpha, two["alpha"])
+    np.testing.assert_array_equal(data["jdag"][_index(data, 2)][rows], two["jdag"])
     _states(cap, "at ‖θ‖ = 10⁴‖θ₀‖")
     assert all(_maps.ESCAPE_PATH[int(L)] == 1e4 for L in data["depths"] if L >= 3)
     i = _index(data, 3)
