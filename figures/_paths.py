@@ -22,6 +22,7 @@ import flows
 from ._catalog import SUMMARIES
 from ._common import Context, FigureSpec, sequence_text
 from ._style import (
+    ALPHA_C_LINE,
     ALPHA_MARKERS,
     FONT_SIZE,
     FULL_WIDTH,
@@ -89,12 +90,11 @@ def _loss_low_time(method, alpha) -> float:
     return float(drop.t_end) if drop.status_name == "converged" else np.nan
 
 
-def compute_trajectories(ctx: Context) -> dict:
-    taus = np.concatenate([[0.0], np.geomspace(1e-2, TAU_TRAJ, ctx.pick(600, 150))])
-    data = {"taus": taus, "rho": np.array(RHO_TRAJ), "ratios": np.array(ALPHA_RATIOS)}
+def _alpha_c(ctx: Context) -> float:
+    """α_c of ℓ2-SAM (ρ = RHO_TRAJ, L = 2, μ = MU5) by :func:`analysis.critical_alpha`."""
     k = analysis.l2sam_thresholds(MU5, RHO_TRAJ)  # α_c lies strictly between k[0] and k[1]
     ctx.log("critical_alpha")
-    alpha_c = analysis.critical_alpha(
+    return analysis.critical_alpha(
         flows.L2SAM(RHO_TRAJ),
         MU5,
         2,
@@ -102,7 +102,12 @@ def compute_trajectories(ctx: Context) -> dict:
         rtol=ctx.pick(1e-8, 1e-4),
         points=ctx.pick(9, 5),
     )
-    data["alpha_c"] = np.array(alpha_c)
+
+
+def compute_trajectories(ctx: Context) -> dict:
+    taus = np.concatenate([[0.0], np.geomspace(1e-2, TAU_TRAJ, ctx.pick(600, 150))])
+    data = {"taus": taus, "rho": np.array(RHO_TRAJ), "ratios": np.array(ALPHA_RATIOS)}
+    data["alpha_c"] = np.array(alpha_c := _alpha_c(ctx))
     # The rescaled clock τ = ∫ -ℓ' dt: the same path as the plain flow, whose later switches
     # come only after the loss has fallen, at t ~ e^τ (out of reach of a plain solve).
     runs = [(f"l2/{i}", flows.L2SAM(RHO_TRAJ), r * alpha_c) for i, r in enumerate(ALPHA_RATIOS)]
@@ -550,6 +555,94 @@ LINF_LIMITS = FigureSpec(
     compute_linf_limits,
     draw_linf_limits,
 )
+# --- figure: minor first under finite steps -------------------------------------------------
+
+T_STEPS = 60.0  # the real time t = kη at which j† of the iterates is read
+# α/α_c: both sides of the flow's boundary, no grid point on it; the quick grid (every 5th) is
+# part of the full one
+STEP_RATIOS = (0.905, 1.305)
+N_STEP_SAVED = 120  # iterates saved per run: every 0.5 in t, every step at η = 0.5
+
+
+def steps_collapsed(loss) -> np.ndarray:
+    """A run (last axis: saved times) collapsed by t = T: its loss ended above its start (ℓ2-SAM
+    collapses to β = 0, where the loss is ℓ(0) = log 2; an escape drives it to 0)."""
+    loss = np.asarray(loss)
+    return loss[..., -1] > loss[..., 0]
+
+
+def compute_steps(ctx: Context) -> dict:
+    alpha_c = _alpha_c(ctx)
+    ratios = np.linspace(*STEP_RATIOS, ctx.pick(41, 9))
+    lrs = 2.0 ** -np.arange(1, ctx.pick(9, 5))  # T / η saves every N_STEP_SAVED-th iterate
+    method = flows.L2SAM(RHO_TRAJ)
+    jdag = np.full((lrs.size + 1, ratios.size), -1)
+    loss = np.full((lrs.size + 1, ratios.size, N_STEP_SAVED + 1), np.nan)
+    first = np.full((lrs.size + 1, ratios.size), -1)
+    ts = np.linspace(0.0, T_STEPS, N_STEP_SAVED + 1)
+    for i, r in enumerate(ratios):
+        theta0 = flows.balanced_init(r * alpha_c, 2, MU5.size)
+        ctx.log(f"α/α_c = {r:.3f}: the flow and {lrs.size} step sizes")
+        # row 0: the plain flow (η → 0), saved at the iterates' times
+        flow = flows.solve(method, DATA5, theta0, t1=T_STEPS, ts=ts, **SOLVE_TIGHT)
+        runs = [flow] + [
+            flows.iterate(method, DATA5, theta0, lr=float(lr), steps=round(T_STEPS / lr),
+                          every=round(T_STEPS / lr) // N_STEP_SAVED)
+            for lr in lrs
+        ]  # fmt: skip
+        for k, run in enumerate(runs):
+            reached = np.asarray(run.reached)
+            j = analysis.dominant_index(run)
+            loss[k, i, reached] = np.asarray(run.loss)[reached]
+            # the flow may stop early by collapsing: its last reached state stands for t = T
+            jdag[k, i] = -2 if run.status_name == "collapsed" else j[reached][-1]
+            first[k, i] = j[1]  # j† after the first saved step: where the run starts
+    collapsed = steps_collapsed(np.where(np.isnan(loss), np.log(2.0), loss))
+    jdag = np.where(collapsed, -2, jdag)
+    return {
+        "alpha_c": np.array(alpha_c),
+        "ratios": ratios,
+        "lrs": lrs,
+        "t": np.array(T_STEPS),
+        "ts": ts,
+        "jdag": jdag,  # (flow + lrs, ratios): j† at t = T (0-based), -2 collapsed
+        "first": first,
+        "loss": loss,
+    }
+
+
+def draw_steps(data: dict):
+    from ._style import index_cmap
+
+    fig = new_figure(FULL_WIDTH, 2.6)
+    ax = fig.subplots()
+    lrs, ratios = data["lrs"], data["ratios"]
+    d = MU5.size
+    cmap, norm = index_cmap(d)
+    columns = np.arange(lrs.size + 2) - 0.5  # column 0: the flow; then η from small to large
+    order = [0, *range(lrs.size, 0, -1)]
+    draw_classes(ax, columns, cell_edges(ratios, log=False), data["jdag"][order].T, cmap, norm)
+    ax.axvline(0.5, color="w", lw=2.0, gid=None)  # the flow column apart from the iterates
+    ax.axhline(1.0, **ALPHA_C_LINE)
+    labels = ["flow"] + [rf"$2^{{-{int(round(-np.log2(x)))}}}$" for x in lrs[::-1]]
+    ax.set_xticks(range(lrs.size + 1), labels)
+    ax.set(xlabel=r"step size $\eta$ (the flow: $\eta\to0$)", ylabel=r"$\alpha/\alpha_c$",
+           title=rf"{METHOD_LABELS['ℓ2-SAM']} ($\rho=1$, $L=2$): $j^\dagger$ at $t=k\eta="
+           rf"{float(data['t']):g}$")  # fmt: skip
+    present = set(np.unique(data["jdag"]).tolist())
+    names = {0: " (minor)", d - 1: " (major)"}
+    handles = [
+        fill_handle(cmap(k + 2), f"$j^\\dagger={k + 1}$" + names.get(k, ""))
+        for k in range(d) if k in present
+    ]  # fmt: skip
+    if -2 in present:
+        handles.append(fill_handle(cmap(0), "collapsed (loss above its start)"))
+    handles.append(Line2D([], [], **ALPHA_C_LINE, label=r"$\alpha_c$ of the flow"))
+    fig.legend(handles=handles, loc="outside right center")
+    return fig
+
+
+STEPS = FigureSpec("steps", SUMMARIES["steps"], compute_steps, draw_steps)
 DISCRETE = FigureSpec(
     "discrete",
     SUMMARIES["discrete"],
