@@ -16,11 +16,14 @@ SUMMARIES: dict[str, str] = {
     "curves of ℓ∞-SAM and GD",
     "discrete": "iterates over the flow (ℓ2-SAM; ℓ∞-SAM with sliding), error against η, fitted "
     "slopes",
+    "steps": "j† of discrete ℓ2-SAM (flows.iterate) at t = 60 over the step size η and α/α_c near "
+    "the flow's α_c, beside the flow's",
     "depth": "j† maps of ℓ2-SAM for L = 2, 3, 4 on the norm clock s, with α_c and α_direct per "
     "depth",
-    "lesam": "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries; "
-    "Hessian trace / top eigenvalue over GD's at equal loss (ℓ2-SAM at ρ_max and at LE-SAM's mean "
-    "radius, LE-SAM constant and annealed)",
+    "lesam": "LE-SAM at ρ_max = 0.3: regimes over (σ, α) with ℓ2-SAM's and its own boundaries",
+    "lesam_flatness": "LE-SAM's radius ρ_t and ‖∇L‖ in time, and the Hessian trace / top "
+    "eigenvalue over GD's at equal loss (ℓ2-SAM at ρ_max and at LE-SAM's mean radius, LE-SAM "
+    "constant and annealed)",
     "mechanism": "log-growth rates of β_j for GD and ℓ2-SAM (L = 2) against τ, with ‖∇m‖ and ‖∇L‖, "
     "the fastest-growing index and j† (claim C5)",
     "max_margin": "cosine of β(τ) with the ℓ1 and ℓ2 max-margin directions at L = 2 and 1, GD and "

@@ -65,6 +65,11 @@ def draw_regimes(ax, x_edges, y_edges, codes):
     return draw_classes(ax, x_edges, y_edges, codes, cmap, norm, hatched=(UNDETERMINED,))
 
 
+def sequence_text(sequence) -> str:
+    """A j† sequence (0-based indices) as the figures draw it, 1-based: '2→1→2→3→4→5'."""
+    return r"$\to$".join(str(int(j) + 1) for j in sequence)
+
+
 @dataclasses.dataclass
 class Context:
     """Where a run writes and how big it is.

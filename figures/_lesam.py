@@ -40,6 +40,7 @@ from ._style import (
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
+    VARIANT,
     new_figure,
     panel_labels,
     plain_log_ticks,
@@ -130,13 +131,14 @@ SHARP_METHODS = {
     "LE-SAM cos": flows.LESAM(cosine_budget, RHO_MAX),
     "ℓ2-SAM ρ̄": None,
 }
-SHARP_STYLES = {  # a method's variant: its colour, dashed
-    "GD": dict(color=METHOD_COLORS["GD"], ls="-", lw=0.8),
-    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], ls="-"),
-    "ℓ2-SAM ρ̄": dict(color=METHOD_COLORS["ℓ2-SAM"], ls=(0, (3.0, 1.5))),
-    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"], ls="-"),
-    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], ls=(0, (3.0, 1.5))),
+SHARP_STYLES = {  # a method's colour; its variant (another radius, σ annealed) open markers
+    "GD": dict(color=METHOD_COLORS["GD"], lw=0.8),
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"]),
+    "ℓ2-SAM ρ̄": dict(color=METHOD_COLORS["ℓ2-SAM"], **VARIANT, marker="o"),
+    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"]),
+    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], **VARIANT, marker="s"),
 }
+LOSS_READ = 1e-3  # the caption reads the ratios here (dotted) and at LOSS_MIN (the right edge)
 BRANCH_ENDS = dict(marker="D", ms=3.5, mfc="w", mew=0.9, ls="none", zorder=4)
 BRANCH_RESUMES = dict(marker="^", ms=4.0, mfc="w", mew=0.9, ls="none", zorder=4)
 
@@ -197,7 +199,6 @@ def compute_lesam(ctx: Context) -> dict:
         [np.nan if ctx.quick else _sigma_boundary(float(a), kind) for a in alphas]
     )
     sigma_c, sigma_d = search(ALPHA_COLLAPSE, "collapse"), search(ALPHA_DIRECT, "direct")
-    ctx.log("sharpness along GD, ℓ2-SAM and LE-SAM (analysis.sharpness, analysis.lesam_radius)")
     return dict(
         alpha=alphas,
         sigma=sigmas,
@@ -208,6 +209,14 @@ def compute_lesam(ctx: Context) -> dict:
         sigma_collapse=sigma_c,
         alpha_direct=ALPHA_DIRECT,
         sigma_direct=sigma_d,
+        sigma_default=np.array(SIGMA),
+        rho_max=np.array(RHO_MAX),
+    )
+
+
+def compute_flatness(ctx: Context) -> dict:
+    ctx.log("sharpness along GD, ℓ2-SAM and LE-SAM (analysis.sharpness, analysis.lesam_radius)")
+    return dict(
         sigma_default=np.array(SIGMA),
         rho_max=np.array(RHO_MAX),
         alpha_sharp=np.array(ALPHA_SHARP),
@@ -292,6 +301,7 @@ def _draw_ratio(ax, data, key, ylabel):
                 k = end + back[0]
                 ax.plot(loss[k], ratio[k], **BRANCH_RESUMES, mec=style["color"])
     shown = np.concatenate(shown)
+    ax.axvline(LOSS_READ, **REFERENCE, zorder=0)  # where the caption reads the ratios
     ax.set(
         xscale="log",
         xlim=(float(data["loss/GD"][0]), LOSS_MIN),  # reversed: training runs left to right
@@ -321,13 +331,48 @@ def _sharp_legend(fig, data):
 
 
 def draw_lesam(data: dict):
-    fig = new_figure(FULL_WIDTH, 5.6)
-    axes = fig.subplot_mosaic([["map", "map"], ["trace", "top"]], height_ratios=[1.15, 1])
-    _draw_regimes(axes["map"], data)
+    fig = new_figure(FULL_WIDTH, 2.9)
+    _draw_regimes(fig.subplots(), data)
+    return fig
+
+
+def _draw_radius(ax, bx, data):
+    """(a) LE-SAM's radius ρ_t on the real clock, with ρ_max and ρ̄ dotted; (b) ‖∇L‖ of the LE-SAM
+    runs, with the level σ/ρ_max above which the loss-equated branch acts (dotted)."""
+    ts = data["ts"]
+    shown = (ts > 0) & (ts <= float(data["t_anneal"]))
+    for name in ("LE-SAM", "LE-SAM cos"):
+        style = SHARP_STYLES[name]
+        ax.plot(ts[shown], data[f"rho/{name}"][shown], **style)
+        bx.plot(ts[shown], data[f"grad_norm/{name}"][shown], **style)
+    rho_max, rho_bar = float(data["rho_max"]), float(data["rho_bar"])
+    for level in (rho_max, rho_bar):  # 0.3 % apart: one line at this scale
+        ax.axhline(level, **REFERENCE, zorder=0)
+    ax.text(0.02, rho_max, r"$\rho_{\max}$, $\bar\rho$", transform=ax.get_yaxis_transform(),
+            ha="left", va="bottom")  # fmt: skip
+    # the levels of the branch: σ/ρ_max, and σ(t)/ρ_max annealed
+    bx.axhline(float(data["sigma_default"]) / rho_max, **REFERENCE, zorder=0)
+    budget = np.asarray(cosine_budget(jnp.asarray(ts[shown])))
+    bx.plot(ts[shown], budget / rho_max, **REFERENCE, zorder=0)
+    bx.text(0.03, float(data["sigma_default"]) / rho_max, r"$\sigma/\rho_{\max}$",
+            transform=bx.get_yaxis_transform(), ha="left", va="top")  # fmt: skip
+    bx.text(ts[shown][-1] * 0.93, 0.08, r"$\sigma(t)/\rho_{\max}$", ha="right", va="center")
+    ax.set(xscale="log", xlabel=r"time $t$", ylabel=r"LE-SAM radius $\rho_t$", ylim=(0, 0.33))
+    bx.set(xscale="log", yscale="log", xlabel=r"time $t$", ylim=(1e-4, 5.0),
+           ylabel=r"$\Vert\nabla\mathcal{L}\Vert$")  # fmt: skip
+    for axis in (ax, bx):
+        axis.set_xlim(ts[shown][0], float(data["t_anneal"]))
+        plain_log_ticks(axis)
+
+
+def draw_flatness(data: dict):
+    fig = new_figure(FULL_WIDTH, 4.6)
+    axes = fig.subplot_mosaic([["rho", "grad"], ["trace", "top"]])
+    _draw_radius(axes["rho"], axes["grad"], data)
     _draw_ratio(axes["trace"], data, "trace", r"$\mathrm{tr}\,H\ /\ \mathrm{tr}\,H_{\rm GD}$")
     _draw_ratio(axes["top"], data, "top", r"$\lambda_{\max}(H)\ /\ \lambda_{\max}(H_{\rm GD})$")
     _sharp_legend(fig, data)
-    panel_labels([axes["map"], axes["trace"], axes["top"]])
+    panel_labels([axes[k] for k in ("rho", "grad", "trace", "top")])
     return fig
 
 
@@ -336,4 +381,10 @@ LESAM = FigureSpec(
     SUMMARIES["lesam"],
     compute_lesam,
     draw_lesam,
+)
+FLATNESS = FigureSpec(
+    "lesam_flatness",
+    SUMMARIES["lesam_flatness"],
+    compute_flatness,
+    draw_flatness,
 )

@@ -269,7 +269,7 @@ def compute_regime_map(ctx: Context) -> dict:
 def _k_mark(ax, x, k, kind, half=0.42):
     """A boundary k at depth column x: a segment across the column, a marker at its centre."""
     style = K_STYLE[kind]
-    line = {key: style[key] for key in ("color", "ls", "lw")}
+    line = {key: style[key] for key in ("color", "ls", "lw", "gid")}
     ax.plot([x - half, x + half], [k, k], **line, zorder=3)
     ax.plot([x], [k], **{**style, "ls": ""}, zorder=4)
 
@@ -605,21 +605,20 @@ LEGEND_HANDLERS = {RingHandle: _RingHandler()}
 
 def draw_minor_first(data: dict):
     fig = new_figure(FULL_WIDTH, 2.7)
-    ax, gx = fig.subplots(1, 2, sharey=True, width_ratios=[3.2, 1])
+    ax = fig.subplots()
     tau, alpha = data["tau"], data["alpha"]
-    for axis, jdag, title in (
-        (ax, data["jdag"], r"$\ell_2$-SAM ($\rho=1$)"),
-        (gx, data["jdag_gd"], "GD"),
-    ):
-        _index_map(axis, tau, alpha, jdag)
-        _log_cells(axis, tau, alpha, xlabel=r"rescaled time $\tau$", title=title)
-        plain_log_ticks(axis)
+    _index_map(ax, tau, alpha, data["jdag"])
+    _log_cells(ax, tau, alpha, xlabel=r"rescaled time $\tau$", title=r"$\ell_2$-SAM ($\rho=1$)")
+    plain_log_ticks(ax)
+    # GD from the same starts leads on one index in every cell: written, not drawn as a map
+    gd = np.unique(data["jdag_gd"])
+    if gd.size == 1 and gd[0] >= 0:
+        ax.text(0.985, 0.985, rf"GD, same starts: $j^\dagger={int(gd[0]) + 1}$ in every cell",
+                transform=ax.transAxes, ha="right", va="top")  # fmt: skip
     _boundary_lines(ax, float(data["k_c"]), float(data["k_direct"]))  # ℓ2-SAM's, not GD's
     ax.axhline(data["bounds"][1], **REFERENCE)
     ax.set_ylabel(r"$\alpha$ ($\rho=1$)")
-    gx.set_xticks([1e-3, 1.0], ["0.001", "1"])
     _alpha_ticks(ax, alpha)
-    panel_labels([ax, gx])
     present = set(np.unique(data["jdag"]).tolist()) | set(range(5))
 
     def legend(ringed):
@@ -702,11 +701,13 @@ def compute_depth(ctx: Context) -> dict:
 
 
 def draw_depth(data: dict):
-    depths = data["depths"]
+    # L = 2 (where s = τ) is the minor-first figure: only the deeper maps are drawn here
+    shown = [i for i, L in enumerate(data["depths"]) if L != 2]
     fig = new_figure(FULL_WIDTH, 3.0)
-    axes = fig.subplots(1, len(depths), sharey=True)
+    axes = np.atleast_1d(fig.subplots(1, len(shown), sharey=True))
     alpha = data["alpha"]
-    for i, (ax, L) in enumerate(zip(axes, depths, strict=True)):
+    for ax, i in zip(axes, shown, strict=True):
+        L = data["depths"][i]
         jd = data["jdag"][i]
         clock = np.geomspace(TAU_MIN, data["tau_max"][i], jd.shape[-1])
         _index_map(ax, clock, alpha, jd)
@@ -716,7 +717,7 @@ def draw_depth(data: dict):
             clock,
             alpha,
             title=f"$L={L}$" + ("" if np.isfinite(data["k_c"][i]) else r" (no $\alpha_c$)"),
-            xlabel=r"clock $s=\tau$" if L == 2 else r"clock $s$",
+            xlabel=r"clock $s$",
         )
         plain_log_ticks(ax)
     _alpha_ticks(axes[0], alpha)
@@ -725,13 +726,13 @@ def draw_depth(data: dict):
 
     def marks():
         ringed = False
-        for i, ax in enumerate(axes):
+        for ax, i in zip(axes, shown, strict=True):
             keep = data["mark_rows"][i] >= 0
             ringed |= _draw_marks(ax, alpha, *(data[key][i][keep] for key in MARK_KEYS))
         return ringed
 
-    present = set(np.unique(data["jdag"]).tolist()) | set(range(MU.size))
-    late = bool(np.any(data["switch_late"]))
+    present = set(np.unique(data["jdag"][shown]).tolist()) | set(range(MU.size))
+    late = bool(np.any(data["switch_late"][shown]))
     handles = [*_index_handles(stopped="run stopped (blow-up)", present=present)]
 
     def legend(ringed):

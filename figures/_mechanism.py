@@ -21,20 +21,20 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogLocator
 
 import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import Context, FigureSpec
+from ._common import Context, FigureSpec, sequence_text
 from ._maps import MU
 from ._style import (
-    ALPHA_LINESTYLES,
     FULL_WIDTH,
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
+    SMALL_SIZE,
+    SWITCH,
     j_color,
     j_label,
     new_figure,
@@ -59,6 +59,7 @@ def _methods():
 # above α_c ≈ 0.347: ‖∇m‖ first falls, and the minor coordinate 1 takes the lead.
 ALPHA_MECH = 0.36
 TAU_MECH = 11.0  # the last switch of j† is near τ = 8.9
+GRAD_FLOOR = 1e-9  # ‖∇L‖ is below this once the fastest-growing index is the major one
 
 
 def compute_mechanism(ctx: Context) -> dict:
@@ -110,51 +111,73 @@ def _index_strip(ax, taus, rows):
         ax.spines[side].set_visible(False)
 
 
+def _switch_lines(ax, times) -> None:
+    for t in times:
+        ax.axvline(t, **SWITCH, zorder=0)
+
+
 def draw_mechanism(data: dict):
-    fig = new_figure(FULL_WIDTH, 3.5)
-    grid = fig.add_gridspec(2, 2, height_ratios=[1, 5.5])
+    """GD (left) and ℓ2-SAM (right), one column each: the index strips and the rates; under
+    ℓ2-SAM's rates its ‖∇m‖ (linear, with the levels ρ(μ_j + μ_{j+1}) where the fastest index
+    moves up) and its ‖∇L‖ (log, with the level 10⁻⁹), all on one τ axis."""
+    fig = new_figure(FULL_WIDTH, 4.9)
+    grid = fig.add_gridspec(4, 2, height_ratios=[1, 4.2, 2.6, 2.6], width_ratios=[1, 1.25])
     taus = data["taus"]
     d = MU.size
-    rate_axes, norm_axes = [], []
+    rho = float(data["rho"])
+    rate_axes = []
     for col, key in enumerate(("GD", "ℓ2-SAM")):
         strip = fig.add_subplot(grid[0, col])
-        ax = fig.add_subplot(grid[1, col], sharex=strip, sharey=rate_axes[0] if col else None)
+        ax = fig.add_subplot(grid[1, col], sharex=strip)
         _index_strip(strip, taus, [data[f"fastest/{key}"], data[f"dominant/{key}"]])
-        sequence = r"$\to$".join(str(int(j) + 1) for j in data[f"sequence/{key}"])
+        sequence = sequence_text(data[f"sequence/{key}"])
         strip.set_title(rf"{METHOD_LABELS[key]}: $j^\dagger$ {sequence}")
-        for t in data[f"switch_t/{key}"]:
-            ax.axvline(t, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+        _switch_lines(ax, data[f"switch_t/{key}"])
         ax.axhline(0.0, color="0.3", lw=0.5, zorder=0)
         rates = data[f"rates/{key}"]
         for j in range(d):
             ax.plot(taus, rates[:, j], color=j_color(j, d), lw=1.2)
-        tx = ax.twinx()
-        color = METHOD_COLORS[key]
-        tx.plot(taus, data[f"margin_grad/{key}"], color=color, lw=1.0)
-        grad = data[f"loss_grad/{key}"]
-        tx.plot(taus, np.where(grad > 0, grad, np.nan), color=color, lw=1.0, ls=ALPHA_LINESTYLES[1])
-        tx.set_yscale("log")
-        tx.set_ylim(1e-2, 1e3)
-        tx.yaxis.set_major_locator(LogLocator(numticks=5))
-        plain_log_ticks(tx, "y")
-        ax.set(xlim=(taus[0], taus[-1]), xlabel=r"rescaled time $\tau$")
+        ax.set(xlim=(taus[0], taus[-1]))
+        ax.set_xticks(np.arange(0.0, taus[-1] + 1e-9, 2.0))
         rate_axes.append(ax)
-        norm_axes.append(tx)
-    rate_axes[0].set_ylabel(r"rate $d\log|\beta_j|/d\tau$")
-    rate_axes[1].tick_params(axis="y", labelleft=False)
-    norm_axes[1].set_ylabel("gradient norm")
     low, high = np.nanmin(data["rates/ℓ2-SAM"]), np.nanmax(data["rates/GD"])
-    rate_axes[0].set_ylim(low - 0.5, high + 1.5)
-    panel_labels(rate_axes)
+    for ax in rate_axes:
+        ax.set_ylim(low - 0.5, high + 1.5)
+    rate_axes[0].set(ylabel=r"rate $d\log|\beta_j|/d\tau$", xlabel=r"rescaled time $\tau$")
+    rate_axes[1].tick_params(axis="x", labelbottom=False)
+    # ℓ2-SAM's gradient norms, each in a panel of its own under its rates
+    color = METHOD_COLORS["ℓ2-SAM"]
+    gm_ax = fig.add_subplot(grid[2, 1], sharex=rate_axes[1])
+    gl_ax = fig.add_subplot(grid[3, 1], sharex=rate_axes[1])
+    levels = rho * (MU[:-1] + MU[1:])
+    for level in levels:
+        gm_ax.axhline(level, **REFERENCE, zorder=1)
+        gm_ax.text(taus[-1], level, f" {level:g}", ha="left", va="center", fontsize=SMALL_SIZE,
+                   color=REFERENCE["color"], clip_on=False)  # fmt: skip
+    _switch_lines(gm_ax, data["switch_t/ℓ2-SAM"])
+    gm_ax.plot(taus, data["margin_grad/ℓ2-SAM"], color=color)
+    gm_ax.set(ylim=(0, levels[-1] + 2), ylabel=r"$\|\nabla m\|$")
+    gm_ax.tick_params(axis="x", labelbottom=False)
+    grad = data["loss_grad/ℓ2-SAM"]
+    gl_ax.axhline(GRAD_FLOOR, **REFERENCE, zorder=1)
+    _switch_lines(gl_ax, data["switch_t/ℓ2-SAM"])
+    gl_ax.plot(taus, np.where(grad > 0, grad, np.nan), color=color)
+    gl_ax.set(yscale="log", ylim=(1e-12, 3.0), ylabel=r"$\|\nabla\mathcal{L}\|$",
+              xlabel=r"rescaled time $\tau$")  # fmt: skip
+    gl_ax.set_yticks([1e-12, 1e-9, 1e-6, 1e-3, 1])
+    plain_log_ticks(gl_ax, "y")
+    rate_axes[1].tick_params(axis="y", labelleft=False)
+    panel_labels([*rate_axes, gm_ax, gl_ax])
+    # the legend, in the free cell under GD's rates
+    key_ax = fig.add_subplot(grid[2:, 0])
+    key_ax.axis("off")
     handles = [Line2D([], [], color=j_color(j, d), lw=1.5, label=j_label(j)) for j in range(d)]
     handles += [
-        Line2D([], [], color="0.3", lw=1.0, label=r"$\|\nabla m\|$"),
-        Line2D(
-            [], [], color="0.3", lw=1.0, ls=ALPHA_LINESTYLES[1], label=r"$\|\nabla\mathcal{L}\|$"
-        ),
-        Line2D([], [], **REFERENCE, label=r"switch of $j^\dagger$"),
+        Line2D([], [], color=color, label=rf"{METHOD_LABELS['ℓ2-SAM']}: gradient norm"),
+        Line2D([], [], **REFERENCE, label=r"level: $\rho(\mu_j+\mu_{j+1})$; $10^{-9}$"),
+        Line2D([], [], **SWITCH, label=r"switch of $j^\dagger$"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=8, handlelength=1.6)
+    key_ax.legend(handles=handles, loc="center", handlelength=1.6)
     return fig
 
 
@@ -228,9 +251,12 @@ def draw_max_margin(data: dict):
             every = max(1, keep.sum() // 12)
             ax.plot(taus[keep], cos[keep], color=color, markevery=every, **_DEPTH_MARKS[depth])
         taus = data[f"taus/2/{key}"]
-        rate = float(data[f"rate/2/{key}"])
-        bx.plot(taus, 1.0 - data[f"cos_l1/2/{key}"], color=color,
-                label=rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$")  # fmt: skip
+        rate, c = float(data[f"rate/2/{key}"]), float(data[f"prefactor/2/{key}"])
+        label = rf"{METHOD_LABELS[key]}: $\kappa={rate:.2f}$" + "\n" + rf"$C={c:.3g}$"
+        bx.plot(taus, 1.0 - data[f"cos_l1/2/{key}"], color=color, label=label)
+        # the fit (over the second half, analysis.convergence_rate's tail) drawn back to τ = 0,
+        # where it meets the axis at its prefactor C
+        bx.plot(taus, c * np.exp(-rate * taus), **{**REFERENCE, "color": color, "lw": 1.4})
         taus = data[f"taus/1/{key}"]
         rate = float(data[f"rate/1/{key}"])
         style = _DEPTH_MARKS[1] if key == "ℓ2-SAM" else dict()
@@ -238,6 +264,8 @@ def draw_max_margin(data: dict):
         every = max(1, taus.size // 12)
         cx.plot(taus[1:], 1.0 - data[f"cos_l2/1/{key}"][1:], color=color, markevery=every,
                 label=label, **style)  # fmt: skip
+        c = float(data[f"prefactor/1/{key}"])
+        cx.plot(taus[1:], c * taus[1:] ** -rate, **{**REFERENCE, "color": color, "lw": 1.4})
     ax.axhline(between, **REFERENCE)
     ax.text(3e2, between + 0.02, r"$\langle\hat\beta_1,\hat\beta_2\rangle$", ha="center",
             va="bottom")  # fmt: skip
@@ -251,8 +279,10 @@ def draw_max_margin(data: dict):
     cx.set(xscale="log", yscale="log", xlabel=r"rescaled time $\tau$",
            ylabel=r"$1-\cos\angle(\beta,\hat\beta_2)$")  # fmt: skip
     cx.set_title(r"$L=1$: $\propto\tau^{-\kappa}$")
-    bx.legend(loc="lower left", handlelength=1.4)
-    cx.set_ylim(bottom=1e-15)  # room for the legend under the curve
+    bx.set_ylim(top=60.0)  # room for ℓ2-SAM's C = 16.6 at τ = 0
+    bx.set_ylim(bottom=1e-19)  # room for the legend under the curves
+    bx.legend(loc="lower left", handlelength=1.2, labelspacing=0.5)
+    cx.set_ylim(1e-15, 1.0)  # room for the legend under the curve
     cx.legend(loc="lower left", handlelength=1.4)
     panel_labels([ax, bx, cx])
     handles = [
@@ -262,8 +292,9 @@ def draw_max_margin(data: dict):
     handles += [
         Line2D([], [], color="0.3", label="$L=2$"),
         Line2D([], [], color="0.3", **_DEPTH_MARKS[1], label="$L=1$"),
+        Line2D([], [], **{**REFERENCE, "lw": 1.4}, label="fit, (b) and (c)"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4)
+    fig.legend(handles=handles, loc="outside lower center", ncols=5)
     return fig
 
 

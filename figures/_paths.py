@@ -20,15 +20,19 @@ import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import Context, FigureSpec
+from ._common import Context, FigureSpec, sequence_text
 from ._style import (
-    ALPHA_LINESTYLES,
+    ALPHA_C_LINE,
+    ALPHA_MARKERS,
+    FONT_SIZE,
     FULL_WIDTH,
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
     REGIME_FILLS,
     SMALL_SIZE,
+    SWITCH,
+    VARIANT,
     cell_edges,
     class_cmap,
     draw_classes,
@@ -60,6 +64,7 @@ ALPHA_RATIOS = (2.0, 1.1, 1.01, 1.001)
 SOLVE_TIGHT = dict(rtol=1e-10, atol=1e-30)  # atol far below every weight: see regime_path
 TAU_TRAJ = 80.0  # rescaled τ of the runs (the last switch at 1.001 α_c is near τ = 46)
 LOSS_LOW = 1e-3  # panel (f): the time at which the loss falls to this level
+LOSS_FALL = 1e-1  # panel (d): the margin while the loss falls from this to LOSS_LOW
 GAP_FIT = 1e-2  # panel (f): the logarithmic laws are fitted to α/α_c − 1 up to this
 
 
@@ -85,12 +90,11 @@ def _loss_low_time(method, alpha) -> float:
     return float(drop.t_end) if drop.status_name == "converged" else np.nan
 
 
-def compute_trajectories(ctx: Context) -> dict:
-    taus = np.concatenate([[0.0], np.geomspace(1e-2, TAU_TRAJ, ctx.pick(600, 150))])
-    data = {"taus": taus, "rho": np.array(RHO_TRAJ), "ratios": np.array(ALPHA_RATIOS)}
+def _alpha_c(ctx: Context) -> float:
+    """α_c of ℓ2-SAM (ρ = RHO_TRAJ, L = 2, μ = MU5) by :func:`analysis.critical_alpha`."""
     k = analysis.l2sam_thresholds(MU5, RHO_TRAJ)  # α_c lies strictly between k[0] and k[1]
     ctx.log("critical_alpha")
-    alpha_c = analysis.critical_alpha(
+    return analysis.critical_alpha(
         flows.L2SAM(RHO_TRAJ),
         MU5,
         2,
@@ -98,7 +102,12 @@ def compute_trajectories(ctx: Context) -> dict:
         rtol=ctx.pick(1e-8, 1e-4),
         points=ctx.pick(9, 5),
     )
-    data["alpha_c"] = np.array(alpha_c)
+
+
+def compute_trajectories(ctx: Context) -> dict:
+    taus = np.concatenate([[0.0], np.geomspace(1e-2, TAU_TRAJ, ctx.pick(600, 150))])
+    data = {"taus": taus, "rho": np.array(RHO_TRAJ), "ratios": np.array(ALPHA_RATIOS)}
+    data["alpha_c"] = np.array(alpha_c := _alpha_c(ctx))
     # The rescaled clock τ = ∫ -ℓ' dt: the same path as the plain flow, whose later switches
     # come only after the loss has fallen, at t ~ e^τ (out of reach of a plain solve).
     runs = [(f"l2/{i}", flows.L2SAM(RHO_TRAJ), r * alpha_c) for i, r in enumerate(ALPHA_RATIOS)]
@@ -129,55 +138,82 @@ def compute_trajectories(ctx: Context) -> dict:
     return data
 
 
-def _sequence_text(sequence) -> str:
-    """j† sequence, 1-based, as in the figures: '2→1→2→3→4→5'."""
-    return r"$\to$".join(str(int(j) + 1) for j in sequence)
-
-
 def _ratio_styles(ratios) -> dict:
-    """Line style of each α/α_c (figures._style.ALPHA_LINESTYLES): nearest α_c solid."""
+    """Open markers of each α/α_c (figures._style.ALPHA_MARKERS) on a solid line: nearest α_c
+    first."""
     order = np.argsort(ratios)
-    return {int(i): ALPHA_LINESTYLES[k] for k, i in enumerate(order)}
+    return {int(i): dict(VARIANT, marker=ALPHA_MARKERS[k]) for k, i in enumerate(order)}
+
+
+def margin_while_falling(data: dict, i: int):
+    """Run ``l2/i`` at the saved τ where its loss falls from :data:`LOSS_FALL` to
+    :data:`LOSS_LOW`: (loss, μ_1β_1/m, (d log m/dτ)/(d log β_1/dτ)), m = Σ_j μ_jβ_j the margin
+    and the rates by central differences on the saved τ (docs/theory.md §16: d log m/dτ is the
+    coordinates' rates weighted by their shares of m)."""
+    taus, beta, loss = data["taus"], data[f"beta/l2/{i}"], data[f"loss/l2/{i}"]
+    margin = beta @ MU5
+    rate = np.gradient(np.log(margin), taus) / np.gradient(np.log(beta[:, 0]), taus)
+    fall = (loss <= LOSS_FALL) & (loss >= LOSS_LOW)
+    return loss[fall], (MU5[0] * beta[:, 0] / margin)[fall], rate[fall]
 
 
 def draw_trajectories(data: dict):
-    fig = new_figure(FULL_WIDTH, 4.1)
+    fig = new_figure(FULL_WIDTH, 4.3)
     axes = fig.subplots(2, 3)
     flat = axes.ravel()
     taus = data["taus"]
     xlim = (5e-2, taus[-1])
     d = MU5.size
-    order = (3, 2, 1, 0)  # panels (a)–(d): α closest to α_c first
-    for ax, i in zip(flat[:4], order, strict=True):
+    order = (3, 1, 0)  # panels (a)–(c): α closest to α_c first (1.01 α_c is drawn in (d), (e))
+    for ax, i in zip(flat[:3], order, strict=True):
         key = f"l2/{i}"
         beta = data[f"beta/{key}"]
         beta = beta / np.max(np.abs(beta), axis=1, keepdims=True)  # no overflow in the norm
         share = beta / np.linalg.norm(beta, axis=1, keepdims=True)
         for t in data[f"switch_t/{key}"]:
-            ax.axvline(t, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
+            ax.axvline(t, **SWITCH, zorder=0)
         for j in range(d):
             ax.plot(taus, share[:, j], color=j_color(j, d), lw=1.2)
         ratio = float(data["ratios"][i])
-        sequence = _sequence_text(data[f"sequence/{key}"])
+        sequence = sequence_text(data[f"sequence/{key}"])
         ax.set_title(rf"$\alpha={ratio:g}\,\alpha_c$" + "\n" + rf"$j^\dagger$: {sequence}")
-        ax.set(xscale="log", xlim=xlim, ylim=(0, 1.05))
+        ax.set(xscale="log", xlim=xlim, ylim=(0, 1.05), xlabel=r"rescaled time $\tau$")
         plain_log_ticks(ax, "x")
-    for ax in axes[:, 0]:
-        ax.set_ylabel(r"$\beta_j/\|\beta\|_2$")
-    for ax in (*axes[1, :2], *axes[0, :1]):
-        ax.set_xlabel(r"rescaled time $\tau$")
-    # (e): the losses, ℓ2-SAM in its colour with one line style per α, GD in its colour.
-    ax = flat[4]
+    axes[0, 0].set_ylabel(r"$\beta_j/\|\beta\|_2$")
     styles = _ratio_styles(data["ratios"])
     l2, gd = METHOD_COLORS["ℓ2-SAM"], METHOD_COLORS["GD"]
+    # (d): while the loss falls from LOSS_FALL to LOSS_LOW, near α_c: coordinate 1's share of
+    # the margin (top) and the margin's rate over β_1's (bottom), against the loss.
+    spec = flat[3].get_subplotspec()
+    flat[3].remove()
+    share_ax, rate_ax = (fig.add_subplot(s) for s in spec.subgridspec(2, 1, hspace=0.15))
+    near = [i for i in np.argsort(data["ratios"])[:2]]  # 1.001 and 1.01 α_c
+    for i in near:
+        loss, share, rate = margin_while_falling(data, int(i))
+        share_ax.plot(loss, share, color=l2, **styles[int(i)])
+        rate_ax.plot(loss, rate, color=l2, **styles[int(i)])
+    share_ax.axhline(0.99, **REFERENCE)
+    for level in (0.99, 1.01):
+        rate_ax.axhline(level, **REFERENCE)
+    share_ax.set(ylim=(0.98, 1.002), ylabel=r"share $\mu_1\beta_1/m$")
+    rate_ax.set(ylim=(0.98, 1.02), xlabel=r"loss $\mathcal{L}$",
+                ylabel=r"rate: $m$ / $\beta_1$")  # fmt: skip
+    share_ax.set_title(r"margin $m$ and $j=1$", pad=2)
+    for ax in (share_ax, rate_ax):
+        ax.set(xscale="log", xlim=(LOSS_FALL, LOSS_LOW))
+        plain_log_ticks(ax, "x")
+    share_ax.tick_params(labelbottom=False)
+    # (e): the losses, ℓ2-SAM in its colour with one marker per α, GD in its colour.
+    ax = flat[4]
     for i in sorted(styles, key=lambda i: data["ratios"][i]):
         ratio = float(data["ratios"][i])
-        ax.plot(taus, data[f"loss/l2/{i}"], color=l2, ls=styles[i], label=rf"${ratio:g}\,\alpha_c$")
+        ax.plot(taus, data[f"loss/l2/{i}"], color=l2, **styles[i], label=rf"${ratio:g}\,\alpha_c$")
     nearest = int(np.argmin(data["ratios"]))
     ratio = float(data["ratios"][nearest])
     label = rf"GD, ${ratio:g}\,\alpha_c$"
-    ax.plot(taus, data["loss/gd"], color=gd, ls=styles[nearest], label=label)
+    ax.plot(taus, data["loss/gd"], color=gd, **styles[nearest], label=label)
     ax.set(xscale="log", yscale="log", xlim=xlim, ylabel=r"loss $\mathcal{L}$")
+    ax.set(xlabel=r"rescaled time $\tau$")
     ax.set_ylim(1e-6, 1.0)
     plain_log_ticks(ax, "x")
     ax.set_title(rf"loss, {METHOD_LABELS['ℓ2-SAM']} and GD")
@@ -196,28 +232,27 @@ def draw_trajectories(data: dict):
         ax.set_title(f"{text}:\n{-per_decade:#.3g} per decade", fontsize=SMALL_SIZE, pad=2)
         ax.set(xscale="log", ylim=(0, 1.45 * np.nanmax(data[key])), ylabel=r"$\tau$")
         for ratio in data["ratios"]:
-            if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a)–(c)
-                ax.axvline(ratio - 1, **{**REFERENCE, "color": "0.6", "lw": 0.6}, zorder=0)
-    for i, ratio in enumerate(data["ratios"]):  # each dotted line's panel, atop (f)
+            if gaps[0] <= ratio - 1 <= gaps[-1]:  # the runs of (a), (b) and of 1.01 α_c
+                ax.axvline(ratio - 1, **SWITCH, zorder=0)
+    for ratio in data["ratios"]:  # each dotted line's α/α_c, atop (f)
         if gaps[0] <= ratio - 1 <= gaps[-1]:
             top.text(
-                ratio - 1, 0.97, f"({'abcd'[order.index(i)]})", transform=top.get_xaxis_transform(),
+                ratio - 1, 0.97, f"{ratio:g}", transform=top.get_xaxis_transform(),
                 ha="center", va="top", fontsize=SMALL_SIZE, color="0.4",
             )  # fmt: skip
     top.tick_params(labelbottom=False)
     top.sharex(bottom)
     bottom.set_xlabel(r"$\alpha/\alpha_c-1$")
-    flat = [*flat[:5], top]
-    panel_labels(flat, y=1.2)
+    panel_labels([*flat[:3], share_ax, flat[4], top], y=1.2)
     coords = [Line2D([], [], color=j_color(j, d), lw=1.5, label=j_label(j)) for j in range(d)]
-    coords.append(Line2D([], [], **REFERENCE, label=r"switch of $j^\dagger$"))
+    coords.append(Line2D([], [], **SWITCH, label=r"switch of $j^\dagger$"))
     fig.legend(handles=coords, loc="outside upper center", ncols=6)
     fig.legend(
         *flat[4].get_legend_handles_labels(),
         loc="outside lower center",
         ncols=5,
         handlelength=2.4,
-        title=rf"loss in (e): {METHOD_LABELS['ℓ2-SAM']} and GD from $\alpha=$",
+        title=rf"(d), (e): {METHOD_LABELS['ℓ2-SAM']} and GD from $\alpha=$",
     )
     return fig
 
@@ -302,7 +337,10 @@ def draw_linf_limits(data: dict):
     undetermined = LIMIT_CODES.index("undetermined")
     a, rho = data["alpha"], float(data["rho"])
     edges = cell_edges(a, log=False)  # the cells of "nearest" shading
-    present, gd = set(), dict(color=METHOD_COLORS["GD"], ls=(0, (4.0, 1.5)), lw=1.0)
+    # the tie lines: solid (computed curves), in the colour of their method
+    present = set()
+    linf = dict(color=METHOD_COLORS["ℓ∞-SAM"], lw=1.3)
+    gd = dict(color=METHOD_COLORS["GD"], lw=1.0)
     for ax, L in zip(axes, depths, strict=True):
         cls = data[f"class/{L}"]
         present |= set(np.unique(cls).tolist())
@@ -313,8 +351,11 @@ def draw_linf_limits(data: dict):
         off = np.argwhere(data[f"leader/{L}"] != data[f"c2_leader/{L}"])
         ax.plot(a[off[:, 0]], a[off[:, 1]], "x", color="k", ms=3, mew=0.8)
         if f"tie_a1/{L}" in data:
-            ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], color="k", lw=1.3)
+            ax.plot(data[f"tie_a1/{L}"], data[f"tie_a2/{L}"], **linf)
             ax.plot(a, data[f"gd_a2/{L}"], **gd)
+        else:  # L = 2: GD's weights are α_j e^{μ_j t}, so the major coordinate always wins
+            note = "GD: " + r"$\to e_2$" + "\nfrom every start"
+            ax.text(0.96, 0.75, note, transform=ax.transAxes, ha="right", va="top")
         ax.set(
             xlim=(a[0], a[-1]),
             ylim=(a[0], a[-1]),
@@ -336,9 +377,9 @@ def draw_linf_limits(data: dict):
         Line2D(
             [],
             [],
-            color="k",
-            lw=1.3,
-            label=r"$\mu_1(\alpha_1-\rho)^{L-2}=\mu_2(\alpha_2-\rho)^{L-2}$",
+            **linf,
+            label=METHOD_LABELS["ℓ∞-SAM"]
+            + r": $\mu_1(\alpha_1-\rho)^{L-2}=\mu_2(\alpha_2-\rho)^{L-2}$",
         ),
         Line2D([], [], **gd, label=r"GD: $\mu_1\alpha_1^{L-2}=\mu_2\alpha_2^{L-2}$"),
     ]
@@ -359,11 +400,11 @@ DISC_CASES = (
     ("ℓ∞-SAM", r"$\ell_\infty$ both die", "ℓ∞-SAM", ALPHA_DISC),
     ("ℓ∞-SAM-slide", r"$\ell_\infty$ $w_1$ slides", "ℓ∞-SAM", ALPHA_SLIDE),
 )
-CASE_STYLE = {  # the method's colour; the two ℓ∞-SAM starts by marker and line style
+CASE_STYLE = {  # the method's colour; the two ℓ∞-SAM starts by marker
     "GD": dict(color=METHOD_COLORS["GD"], marker="o", ls="-"),
     "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"], marker="s", ls="-"),
-    "ℓ∞-SAM": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="^", ls=ALPHA_LINESTYLES[0]),
-    "ℓ∞-SAM-slide": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="v", ls=ALPHA_LINESTYLES[1]),
+    "ℓ∞-SAM": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="^", ls="-"),
+    "ℓ∞-SAM-slide": dict(color=METHOD_COLORS["ℓ∞-SAM"], marker="v", ls="-"),
 }
 ETA_MARKERS = ("o", "s", "^")  # the iterates of (a), (b), one marker per η of LRS_SHOWN
 TIGHT = dict(rtol=1e-11, atol=1e-13, collapse_tol=None)
@@ -402,7 +443,29 @@ def compute_discrete(ctx: Context) -> dict:
     return data
 
 
-def _iterates_panel(ax, data, key, title, note):
+CHATTER_FROM, CHATTER_SCALE = 4.5, 0.02  # the inset of (b): w_1 from t = 4.5 on, on ±0.02
+
+
+def _chatter_inset(ax, data, key):
+    """An inset of ``ax``: the iterates of w_1 from t = CHATTER_FROM on, on a ±CHATTER_SCALE
+    scale, over the flow's w_1 (held at 0 by sliding)."""
+    inset = ax.inset_axes([0.36, 0.37, 0.42, 0.27])
+    t, w = data[f"flow_t/{key}"], data[f"flow_w/{key}"][:, 0]
+    late = t >= CHATTER_FROM
+    inset.plot(t[late], w[late], color=j_color(0, 2), lw=1.0)
+    for m, lr in zip(ETA_MARKERS, LRS_SHOWN, strict=True):
+        if f"iter_t/{key}/{lr}" not in data:
+            continue
+        ti, wi = data[f"iter_t/{key}/{lr}"], data[f"iter_w/{key}/{lr}"][:, 0]
+        on = ti >= CHATTER_FROM
+        inset.plot(ti[on], wi[on], m, ms=2.2, mfc="none", mew=0.5, color=j_color(0, 2))
+    inset.set_ylim(-CHATTER_SCALE, CHATTER_SCALE)
+    inset.set_yticks([-CHATTER_SCALE, 0, CHATTER_SCALE])
+    inset.tick_params(labelsize=SMALL_SIZE, labelbottom=False, labelleft=False, labelright=True)
+    inset.set_title(r"$w_1$, $t\geq$" + f"{CHATTER_FROM:g}", fontsize=FONT_SIZE, pad=1)
+
+
+def _iterates_panel(ax, data, key, title, note, y=0.3):
     """Flow w_j^{(1)}(t) (lines) and the iterates at LRS_SHOWN (markers), in the j colours."""
     for j in range(2):
         ax.plot(data[f"flow_t/{key}"], data[f"flow_w/{key}"][:, j], color=j_color(j, 2), lw=1.2)
@@ -413,7 +476,7 @@ def _iterates_panel(ax, data, key, title, note):
         for j in range(2):
             ax.plot(t, w[:, j], m, ms=2.6, mfc="none", mew=0.6, color=j_color(j, 2))
     ax.set(xlabel=r"time $t=k\eta$", title=title)
-    ax.text(0.97, 0.3, note, transform=ax.transAxes, ha="right", va="center")
+    ax.text(0.97, y, note, transform=ax.transAxes, ha="right", va="center")
 
 
 def _iterates_handles(data):
@@ -441,7 +504,8 @@ def draw_discrete(data: dict):
     _iterates_panel(ax, data, "ℓ2-SAM", METHOD_LABELS["ℓ2-SAM"], rf"$\alpha={a:g}$")
     ax.set(ylabel=r"weight $w_j^{(1)}$")
     note = rf"$\alpha=({a1:g},\,{a2:g})$" + "\n" + r"$w_1$ slides at 0"
-    _iterates_panel(bx, data, "ℓ∞-SAM-slide", METHOD_LABELS["ℓ∞-SAM"], note)
+    _iterates_panel(bx, data, "ℓ∞-SAM-slide", METHOD_LABELS["ℓ∞-SAM"], note, y=0.2)
+    _chatter_inset(bx, data, "ℓ∞-SAM-slide")
     left.legend(handles=_iterates_handles(data), loc="outside lower center", ncols=3)
     lrs = data["lrs"]
     lowest = np.inf
@@ -491,6 +555,94 @@ LINF_LIMITS = FigureSpec(
     compute_linf_limits,
     draw_linf_limits,
 )
+# --- figure: minor first under finite steps -------------------------------------------------
+
+T_STEPS = 60.0  # the real time t = kη at which j† of the iterates is read
+# α/α_c: both sides of the flow's boundary, no grid point on it; the quick grid (every 5th) is
+# part of the full one
+STEP_RATIOS = (0.905, 1.305)
+N_STEP_SAVED = 120  # iterates saved per run: every 0.5 in t, every step at η = 0.5
+
+
+def steps_collapsed(loss) -> np.ndarray:
+    """A run (last axis: saved times) collapsed by t = T: its loss ended above its start (ℓ2-SAM
+    collapses to β = 0, where the loss is ℓ(0) = log 2; an escape drives it to 0)."""
+    loss = np.asarray(loss)
+    return loss[..., -1] > loss[..., 0]
+
+
+def compute_steps(ctx: Context) -> dict:
+    alpha_c = _alpha_c(ctx)
+    ratios = np.linspace(*STEP_RATIOS, ctx.pick(41, 9))
+    lrs = 2.0 ** -np.arange(1, ctx.pick(9, 5))  # T / η saves every N_STEP_SAVED-th iterate
+    method = flows.L2SAM(RHO_TRAJ)
+    jdag = np.full((lrs.size + 1, ratios.size), -1)
+    loss = np.full((lrs.size + 1, ratios.size, N_STEP_SAVED + 1), np.nan)
+    first = np.full((lrs.size + 1, ratios.size), -1)
+    ts = np.linspace(0.0, T_STEPS, N_STEP_SAVED + 1)
+    for i, r in enumerate(ratios):
+        theta0 = flows.balanced_init(r * alpha_c, 2, MU5.size)
+        ctx.log(f"α/α_c = {r:.3f}: the flow and {lrs.size} step sizes")
+        # row 0: the plain flow (η → 0), saved at the iterates' times
+        flow = flows.solve(method, DATA5, theta0, t1=T_STEPS, ts=ts, **SOLVE_TIGHT)
+        runs = [flow] + [
+            flows.iterate(method, DATA5, theta0, lr=float(lr), steps=round(T_STEPS / lr),
+                          every=round(T_STEPS / lr) // N_STEP_SAVED)
+            for lr in lrs
+        ]  # fmt: skip
+        for k, run in enumerate(runs):
+            reached = np.asarray(run.reached)
+            j = analysis.dominant_index(run)
+            loss[k, i, reached] = np.asarray(run.loss)[reached]
+            # the flow may stop early by collapsing: its last reached state stands for t = T
+            jdag[k, i] = -2 if run.status_name == "collapsed" else j[reached][-1]
+            first[k, i] = j[1]  # j† after the first saved step: where the run starts
+    collapsed = steps_collapsed(np.where(np.isnan(loss), np.log(2.0), loss))
+    jdag = np.where(collapsed, -2, jdag)
+    return {
+        "alpha_c": np.array(alpha_c),
+        "ratios": ratios,
+        "lrs": lrs,
+        "t": np.array(T_STEPS),
+        "ts": ts,
+        "jdag": jdag,  # (flow + lrs, ratios): j† at t = T (0-based), -2 collapsed
+        "first": first,
+        "loss": loss,
+    }
+
+
+def draw_steps(data: dict):
+    from ._style import index_cmap
+
+    fig = new_figure(FULL_WIDTH, 2.6)
+    ax = fig.subplots()
+    lrs, ratios = data["lrs"], data["ratios"]
+    d = MU5.size
+    cmap, norm = index_cmap(d)
+    columns = np.arange(lrs.size + 2) - 0.5  # column 0: the flow; then η from small to large
+    order = [0, *range(lrs.size, 0, -1)]
+    draw_classes(ax, columns, cell_edges(ratios, log=False), data["jdag"][order].T, cmap, norm)
+    ax.axvline(0.5, color="w", lw=2.0, gid=None)  # the flow column apart from the iterates
+    ax.axhline(1.0, **ALPHA_C_LINE)
+    labels = ["flow"] + [rf"$2^{{-{int(round(-np.log2(x)))}}}$" for x in lrs[::-1]]
+    ax.set_xticks(range(lrs.size + 1), labels)
+    ax.set(xlabel=r"step size $\eta$ (the flow: $\eta\to0$)", ylabel=r"$\alpha/\alpha_c$",
+           title=rf"{METHOD_LABELS['ℓ2-SAM']} ($\rho=1$, $L=2$): $j^\dagger$ at $t=k\eta="
+           rf"{float(data['t']):g}$")  # fmt: skip
+    present = set(np.unique(data["jdag"]).tolist())
+    names = {0: " (minor)", d - 1: " (major)"}
+    handles = [
+        fill_handle(cmap(k + 2), f"$j^\\dagger={k + 1}$" + names.get(k, ""))
+        for k in range(d) if k in present
+    ]  # fmt: skip
+    if -2 in present:
+        handles.append(fill_handle(cmap(0), "collapsed (loss above its start)"))
+    handles.append(Line2D([], [], **ALPHA_C_LINE, label=r"$\alpha_c$ of the flow"))
+    fig.legend(handles=handles, loc="outside right center")
+    return fig
+
+
+STEPS = FigureSpec("steps", SUMMARIES["steps"], compute_steps, draw_steps)
 DISCRETE = FigureSpec(
     "discrete",
     SUMMARIES["discrete"],

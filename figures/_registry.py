@@ -20,18 +20,29 @@ from ._common import (
     load_data,
     save_data,
 )
-from ._lesam import LESAM
+from ._lesam import FLATNESS, LESAM
 from ._maps import DEPTH
 from ._maps import FIGURES as _MAPS
 from ._mechanism import MAX_MARGIN, MECHANISM
-from ._paths import DISCRETE, LINF_LIMITS, TRAJECTORIES
+from ._paths import DISCRETE, LINF_LIMITS, STEPS, TRAJECTORIES
 from ._regression import SPARSITY_FIGURE
 from ._style import save_figure, styled
 
 _SPECS = {
     f.name: f
-    for f in (*_MAPS, TRAJECTORIES, LINF_LIMITS, DISCRETE, DEPTH, LESAM, MECHANISM, MAX_MARGIN,
-              SPARSITY_FIGURE)  # fmt: skip
+    for f in (
+        *_MAPS,
+        TRAJECTORIES,
+        LINF_LIMITS,
+        DISCRETE,
+        STEPS,
+        DEPTH,
+        LESAM,
+        FLATNESS,
+        MECHANISM,
+        MAX_MARGIN,
+        SPARSITY_FIGURE,
+    )
 }
 assert set(_SPECS) == set(SUMMARIES), "figures/_catalog.py names every figure, and no other"
 #: name -> FigureSpec, in the order of :data:`figures._catalog.SUMMARIES`.

@@ -15,11 +15,15 @@ computes anything about the flows.
   lines (:func:`j_color`) and maps (:func:`index_cmap`) alike, and for nothing else.
 * **Methods**: :data:`METHOD_COLORS`, Okabe–Ito (GD black, ℓ2-SAM blue, ℓ∞-SAM vermillion,
   LE-SAM green), saturated and drawn as lines and markers, never as fills.
-* **α of a run** (a start scale): line styles (:data:`ALPHA_LINESTYLES`) or markers, never a
-  colour.
-* **Boundaries in α**: α_c solid (:data:`ALPHA_C_LINE`), α_direct dashed
-  (:data:`ALPHA_DIRECT_LINE`), everywhere; any other reference line (a bound, a guide, a switch
-  time) dotted (:data:`REFERENCE`).
+* **Line style has one meaning, in every figure**: a curve of data, and a boundary or tie line
+  computed by :mod:`analysis`, is solid; a dashed line is α_direct (:data:`ALPHA_DIRECT_LINE`)
+  and nothing else; a dotted line is a reference (:data:`REFERENCE`: a bound, a level, a fitted
+  or guide line, a switch time :data:`SWITCH`) and nothing else. α_c is solid
+  (:data:`ALPHA_C_LINE`, black unless it is a method's own boundary, then in its colour). Curves
+  are told apart by colour (the method, or j) and, within one colour, by open markers along the
+  line: the α of a run (:data:`ALPHA_MARKERS`), or a method's variant (:data:`VARIANT`). The
+  lines of α_c, α_direct and the references carry their role as their ``gid`` ("alpha_c",
+  "alpha_direct", "reference"), which tests/test_style.py reads.
 * **Regimes**: :data:`REGIME_COLORS`, light fills (Paul Tol's "light" scheme) whose hues are
   not the methods'; collapse is grey, as "collapsed" in the j maps.
 * **No answer** (a run that stopped in the blow-up, an undetermined cell): hatched
@@ -125,17 +129,22 @@ REGIME_FILLS = {
     "excursion": "#CCDDAA",  # pale green (Tol's "pale"): major first, a minor excursion
     "direct": "#99DDFF",  # light cyan
     "minor": "#FFAABB",  # pink
-    "stalled": "#BBCC33",  # pear
+    "stalled": "#C8B4E0",  # lavender: no j colour (viridis' light end is yellow-green) nor method
     "undetermined": None,  # hatched
 }
 
 # --- lines and hatching ------------------------------------------------------------------
 
-ALPHA_C_LINE = dict(color="k", ls="-", lw=0.9)
-ALPHA_DIRECT_LINE = dict(color="k", ls="--", lw=0.9)
-REFERENCE = dict(color="0.35", ls=":", lw=0.9)
-#: α of the runs drawn side by side, in the order given: solid, dashed, dash-dot, dotted.
-ALPHA_LINESTYLES = ("-", (0, (4.0, 1.5)), (0, (5.0, 1.5, 1.2, 1.5)), (0, (1.2, 1.2)))
+ALPHA_C_LINE = dict(color="k", ls="-", lw=0.9, gid="alpha_c")
+ALPHA_DIRECT_LINE = dict(color="k", ls="--", lw=0.9, gid="alpha_direct")
+REFERENCE = dict(color="0.35", ls=":", lw=0.9, gid="reference")
+#: A switch time of j† (a reference line, lighter than a bound: it stands behind the data).
+SWITCH = {**REFERENCE, "color": "0.6", "lw": 0.6}
+#: α of the runs drawn side by side (solid lines of one colour), in the order given.
+ALPHA_MARKERS = ("o", "s", "^", "v")
+#: Open markers along a solid line: a variant of a method drawn in its colour, or one α of
+#: several (with :data:`ALPHA_MARKERS`); spaced in display space, so on log axes too.
+VARIANT = dict(mfc="w", ms=3.2, mew=0.7, markevery=0.09)
 HATCH = "/////"
 HATCH_COLOR = "0.55"
 

@@ -6,11 +6,13 @@ figures (trajectories, linf_limits, discrete) in tests/test_figures_paths.py; th
 itself (hit, miss, resume after a kill) in tests/test_sweep.py.
 """
 
+import numpy as np
 import pytest
 
 import analysis
 import figures
 import flows
+import tests.helpers
 from tests.test_cli import one_line_error
 
 
@@ -66,3 +68,67 @@ def test_redraw_solves_nothing(quick_run, tmp_path, monkeypatch):
 
 def test_cli_executor_is_a_checked_choice(capsys):
     one_line_error(capsys, lambda: figures.main(["--executor", "slurm", "--quiet"]), "--executor")
+
+
+# --- the committed figures against a fresh quick computation ---------------------------------
+
+
+def _shared(quick, full, rtol=1e-9):
+    """Indices into ``full`` of the values of ``quick`` (each must be there, to ``rtol``)."""
+    idx = [int(np.flatnonzero(np.isclose(full, x, rtol=rtol, atol=0))[0]) for x in quick]
+    return np.array(idx)
+
+
+def test_quick_run_agrees_with_the_published_data(quick_run):
+    """The caption tests read the committed docs/figures/data; this one recomputes. Every figure
+    whose quick grid shares points (or whole runs) with the full one is compared there with the
+    committed data, to the accuracy of the quick settings: so a change of code that changes a
+    published figure fails here, not only a change of the data."""
+    _, cache = quick_run
+    quick = {name: _data(cache, name) for name in figures.FIGURES}
+    full = {name: tests.helpers.published_data(name) for name in figures.FIGURES}
+    # mechanism: the same runs saved on a 4× coarser grid; switch times by root finding
+    q, f = quick["mechanism"], full["mechanism"]
+    rows = _shared(q["taus"], f["taus"])
+    for key in ("GD", "ℓ2-SAM"):
+        for name in ("rates", "margin_grad"):
+            np.testing.assert_allclose(
+                q[f"{name}/{key}"], f[f"{name}/{key}"][rows], rtol=1e-8, atol=1e-8
+            )
+        np.testing.assert_array_equal(q[f"sequence/{key}"], f[f"sequence/{key}"])
+        np.testing.assert_allclose(q[f"switch_t/{key}"], f[f"switch_t/{key}"], rtol=1e-9)
+    # max_margin: the fitted rates and prefactors of (b), the rates of (c)
+    q, f = quick["max_margin"], full["max_margin"]
+    for key in ("GD", "ℓ2-SAM"):
+        for name, rtol in (("rate/2", 1e-5), ("prefactor/2", 1e-4), ("rate/1", 1e-3)):
+            np.testing.assert_allclose(q[f"{name}/{key}"], f[f"{name}/{key}"], rtol=rtol)
+    # trajectories: α_c (quick to 1e-4), the j† sequences, and what does not hinge on α_c's digits
+    q, f = quick["trajectories"], full["trajectories"]
+    np.testing.assert_allclose(q["alpha_c"], f["alpha_c"], rtol=1e-4)
+    for i in range(4):
+        np.testing.assert_array_equal(q[f"sequence/l2/{i}"], f[f"sequence/l2/{i}"])
+    for i in (0, 1):  # 2 α_c and 1.1 α_c: far enough from α_c for 1e-4 not to matter
+        np.testing.assert_allclose(q[f"switch_t/l2/{i}"], f[f"switch_t/l2/{i}"], rtol=2e-3)
+        np.testing.assert_allclose(q[f"tau_low/l2/{i}"], f[f"tau_low/l2/{i}"], rtol=2e-3)
+    np.testing.assert_allclose(q["tau_low/gd"], f["tau_low/gd"], rtol=1e-3)
+    # discrete: the same flows and iterates; the errors at the quick step sizes
+    q, f = quick["discrete"], full["discrete"]
+    cols = _shared(q["lrs"], f["lrs"])
+    for key in ("GD", "ℓ2-SAM", "ℓ∞-SAM", "ℓ∞-SAM-slide"):
+        np.testing.assert_allclose(q[f"flow_w/{key}"], f[f"flow_w/{key}"], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(q[f"error/{key}"], f[f"error/{key}"][cols], rtol=1e-6)
+    # linf_limits: the tie lines
+    q, f = quick["linf_limits"], full["linf_limits"]
+    for L in (3, 4):
+        np.testing.assert_allclose(q[f"tie_a2/{L}"], f[f"tie_a2/{L}"], rtol=1e-12)
+    # regime_map, minor_first: the boundaries, searched to the quick run's looser tolerance
+    q, f = quick["regime_map"], full["regime_map"]
+    depths = _shared(q["depths"], f["depths"])
+    for key in ("k_c", "k_direct"):
+        np.testing.assert_allclose(q[key], f[key][depths], rtol=0.05)
+    q, f = quick["minor_first"], full["minor_first"]
+    np.testing.assert_allclose([q["k_c"], q["k_direct"]], [f["k_c"], f["k_direct"]], rtol=0.05)
+    # lesam_flatness: LE-SAM's mean radius on a coarser saving grid (trapezoidal rule)
+    np.testing.assert_allclose(
+        quick["lesam_flatness"]["rho_bar"], full["lesam_flatness"]["rho_bar"], rtol=1e-4
+    )

@@ -35,7 +35,10 @@ REGIMES = analysis.REGIMES
 def quick(quick_figures):
     """``python -m figures --quick`` (made once): the LE-SAM figure's files and saved data."""
     out, _ = quick_figures
-    return [out / "lesam.pdf", out / "lesam.png"], quick_data(quick_figures, ["lesam"])["lesam"]
+    names = ["lesam", "lesam_flatness"]  # the regime map; the radius and flatness runs
+    data = quick_data(quick_figures, names)
+    files = [out / f"{n}.{ext}" for n in names for ext in ("pdf", "png")]
+    return files, {**data["lesam"], **data["lesam_flatness"]}
 
 
 def _regime(method, alpha):
@@ -60,7 +63,9 @@ def _l2_alpha_c(rho):
 
 def test_writes_pdf_and_png(quick):
     paths, _ = quick
-    assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
+    assert sorted(p.name for p in paths) == [
+        "lesam.pdf", "lesam.png", "lesam_flatness.pdf", "lesam_flatness.png"
+    ]  # fmt: skip
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -370,25 +375,25 @@ def test_rho_bar_caption_number(quick):
     reference's quadrature (1e-5, a fifth of the caption's last digit), and the published
     figure's ρ̄ at the caption's rounding."""
     _, data = quick
-    caption = gallery_caption("lesam")
+    caption = gallery_caption("lesam_flatness")
     assert "ρ̄ = (1/T)∫₀ᵀ ρ_t dt = 0.2993" in caption and "within 0.3 % of ρ_max" in caption
     assert "annealed to 0 at T = 10" in caption and float(data["t_anneal"]) == 10.0
     ref = _reference_rho_bar()
     assert round(ref, 4) == 0.2993 and 0 < 1 - ref / 0.3 < 0.003
     assert float(data["rho_bar"]) == pytest.approx(ref, abs=1e-5)
-    assert round(float(published_data("lesam")["rho_bar"]), 4) == 0.2993
+    assert round(float(published_data("lesam_flatness")["rho_bar"]), 4) == 0.2993
 
 
 def test_ratio_caption_numbers(quick):
-    """Caption: tr H_GD = 0.26 at loss 1e-3; tr H/tr H_GD at 1e-3 and 1e-6, each at its
-    rounding in the published data, those at 1e-3 also from the reference runs; LE-SAM is
-    flatter than GD but not than ℓ2-SAM at either radius, at every decade of loss drawn."""
-    caption = gallery_caption("lesam")
-    assert "at loss 10⁻³, where tr H_GD = 0.26, tr H/tr H_GD = 0.39 for ℓ2-SAM (both radii)" in (
-        caption
-    )
+    """GD's tr H at loss 1e-3 (0.26, the scale of the ratios); caption: tr H/tr H_GD at 1e-3 and
+    1e-6, each at its rounding in the published data, those at 1e-3 also from the reference
+    runs; LE-SAM is flatter than GD but not than ℓ2-SAM at either radius, at every decade of
+    loss drawn."""
+    caption = gallery_caption("lesam_flatness")
+    assert "at loss 10⁻³ (dotted), tr H/tr H_GD = 0.39 for ℓ2-SAM (both radii)" in caption
     assert "0.59 for LE-SAM (both budgets)" in caption
-    assert "at 10⁻⁶, 0.35 (both radii), 0.66 (constant σ) and 0.71 (annealed)" in caption
+    assert "at 10⁻⁶ (the right edge), 0.35 (both radii), 0.66 (constant σ) and 0.71" in caption
+    assert _lesam.LOSS_READ == 1e-3 and _lesam.LOSS_MIN == 1e-6
     stated = {
         1e-3: {"ℓ2-SAM": 0.39, "ℓ2-SAM ρ̄": 0.39, "LE-SAM": 0.59, "LE-SAM cos": 0.59},
         1e-6: {"ℓ2-SAM": 0.35, "ℓ2-SAM ρ̄": 0.35, "LE-SAM": 0.66, "LE-SAM cos": 0.71},
@@ -398,7 +403,7 @@ def test_ratio_caption_numbers(quick):
     }
     gd_ref = _hessian(_reference_run("GD").y_events[1][0].reshape(2, -1))[0]
     assert round(float(gd_ref), 2) == 0.26
-    published = published_data("lesam")
+    published = published_data("lesam_flatness")
     assert round(_at_loss(published, "GD", "trace", 1e-3), 2) == 0.26
     for level, values in stated.items():
         for name, value in values.items():
@@ -442,7 +447,7 @@ def test_annealed_run_returns_to_the_branch_in_the_last_2_percent(quick):
     """Caption: the annealed run leaves the branch with the constant one and returns only when
     σ(t) < ρ_max‖∇L‖, in the last 2 % of the horizon T = 10, then has ρ_t = 0 (σ = 0): its
     branch against σ(t)/(‖∇L‖ + ϱ) < ρ_max with the numpy σ(t) and analysis.sharpness's ‖∇L‖."""
-    assert "in the last 2 % of the horizon" in gallery_caption("lesam")
+    assert "in the last 2 % of the horizon" in gallery_caption("lesam_flatness")
     _, data = quick
     ts, g = data["ts"], data["grad_norm/LE-SAM cos"]
     sigma = np.array([_numpy_cosine(t) for t in ts])
@@ -453,3 +458,20 @@ def test_annealed_run_returns_to_the_branch_in_the_last_2_percent(quick):
     assert back.size == 1 and 0.98 * 10 <= ts[back[0] - 1] < ts[back[0]] <= 10
     assert budget[back[0] :].all()
     assert np.all(data["rho/LE-SAM cos"][ts >= 10] == 0)
+
+
+def test_radius_panels_caption_numbers():
+    """Panels (a), (b) of the flatness figure: ρ_t starts at σ/‖∇L(θ₀)‖ = 0.228 (numpy gradient),
+    reaches the cap at the first saved time after the reference run's ‖∇L‖ = σ/ρ_max event
+    (scipy), t = 0.15, and the level σ/ρ_max ≈ 1.17."""
+    caption, data = gallery_caption("lesam_flatness"), published_data("lesam_flatness")
+    theta0 = np.full((2, MU.size), float(_lesam.ALPHA_SHARP))
+    rho0 = 0.35 / (np.linalg.norm(_loss_grad(theta0)[1]) + 1e-12)
+    assert data["rho/LE-SAM"][0] == pytest.approx(rho0, rel=1e-9) and f"{rho0:.3f}" == "0.228"
+    assert "it starts at 0.228" in caption
+    ts, budget = data["ts"], data["budget/LE-SAM"]
+    capped = ts[int(np.argmin(budget))]  # the first saved time with the cap binding
+    (t_b,) = _reference_run("LE-SAM").t_events[2]
+    assert ts[ts < capped][-1] < t_b <= capped and f"{capped:.2f}" == "0.15"
+    assert "reaches the cap at t = 0.15" in caption
+    assert f"{SIGMA_OVER_RHO:.2f}" == "1.17" and "σ/ρ_max ≈ 1.17 and σ(t)/ρ_max" in caption

@@ -340,10 +340,21 @@ def test_regime_map_caption_states_what_its_data_show():
     _states(cap, "(0.347, 0.223, 0.179, 0.154 at L = 2, 4, 6, 8)")
     k_c = [data["k_c"][_index(data, L)] for L in (2, 4, 6, 8)]
     assert [f"{v:.3f}" for v in k_c] == ["0.347", "0.223", "0.179", "0.154"]
+    # L = 2 against the reduced flow's α_c (scipy bisection, analysis._reference), to the 0.3 %
+    # the search promises; and the L = 4 column against the reduced flow at depth 4: the rows on
+    # either side of k_c collapse and escape there
+    assert abs(k_c[0] / K_C - 1) <= 3e-3
+    col = code[_index(data, 4)]
+    below, above = k[k < k_c[1]].max(), k[k > k_c[1]].min()
+    assert col[k == below][0] == COLLAPSE and col[k == above][0] != COLLAPSE
+    _reference.l2sam_switches(MU, float(above), 1.0, 4)  # escapes (raises otherwise)
     assert np.all(np.diff(k_c) < 0) and np.all(np.isnan(data["k_c"][depths % 2 == 1]))
     _states(cap, "0.857 at L = 2, where the closed form gives 0.858, to 1.71 at L = 8")
     k_direct = data["k_direct"][depths >= 2]
     assert f"{k_direct[0]:.3f}" == "0.857" and f"{K_DIRECT:.3f}" == "0.858"
+    # the closed form of docs/theory.md §9, written out: ρ(μ_(d) + μ_(d−1))/(√2‖μ‖)
+    assert K_DIRECT == pytest.approx((5 + 4) / (np.sqrt(2) * np.linalg.norm(MU)), rel=1e-12)
+    assert abs(k_direct[0] / K_DIRECT - 1) <= 3e-3
     assert f"{k_direct[-1]:.2f}" == "1.71" and np.all(np.diff(k_direct) > 0)
     # sequential in a band at every L >= 2; excursion below it at odd L, ending where stated
     for L in range(2, 9):
@@ -368,21 +379,50 @@ def test_minor_first_caption_states_what_its_data_show():
     assert set(start[band].tolist()) == {1, 2, 3}
     for j, stated in ((1, "0.477"), (2, "0.667")):
         _edge_states(alpha[band & (start == j)].max(), alpha[start == j + 1].min(), stated, 3)
+        # closed form (docs/theory.md §9): j†(0⁺) is the μ_j nearest α‖μ‖/(√2ρ), so it moves
+        # from j to j + 1 (0-based) at α = √2ρ(μ_j + μ_{j+1})/(2‖μ‖); the map reads j† from
+        # τ = 10⁻³ on, where the rates have moved a little: its edge is within one row of it
+        edge = np.sqrt(2) * (MU[j] + MU[j + 1]) / (2 * np.linalg.norm(MU))
+        step = alpha[1] / alpha[0]  # the grid is geometric
+        assert f"{edge:.3f}" == stated
+        assert alpha[band & (start == j)].max() / step < edge < alpha[start == j + 1].min() * step
     assert f"{data['bounds'][1]:.3f}" == "0.477"  # the dotted bound
     assert alpha[start == 3].max() < float(data["k_direct"]) < alpha[start == 4].min()
-    _states(cap, "at six values of α", "at α = 0.36, 2 → 1 → 2 → 3 → 4 → 5")
+    _states(cap, "on six rows of the grid", "on the row α = 0.3595")
     rows = data["mark_rows"]
     assert rows.size == 6
     m = int(np.flatnonzero(np.round(alpha[rows], 2) == 0.36)[0])
-    after = data["switch_after"][m]
+    assert f"{alpha[rows[m]]:.4f}" == "0.3595"
+    after, times = data["switch_after"][m], data["switch_times"][m]
     assert [start[rows[m]], *after[after >= 0]] == [1, 0, 1, 2, 3, 4]
-    _states(cap, "GD has j† = 5 in every cell")
+    stated = ", ".join(f"{t:.2f}" for t in times[after >= 0])
+    _states(cap, f"2 → 1 → 2 → 3 → 4 → 5 at τ = {stated} (the mechanism")
+    # the same sequence from α = 0.36 itself (the mechanism figure's run), its last four
+    # switches earlier
+    mech = published_data("mechanism")
+    assert float(mech["alpha"]) == 0.36 and alpha[rows[m]] < 0.36
+    assert mech["sequence/ℓ2-SAM"].tolist() == [1, *after[after >= 0].tolist()]
+    assert np.all(mech["switch_t/ℓ2-SAM"][1:] < times[after >= 0][1:])
+    _states(cap, "makes its last four switches earlier")
+    # "climbs to 5": every row between α_c and α_direct does by τ = 20 except the stated 2,
+    # which end below α = 0.352 on another index
+    last = data["jdag"][:, -1]
+    short = band & (last != MAJOR)
+    assert float(data["tau"][-1]) == 20.0 and _states(cap, "up to τ = 20") is None
+    assert short.sum() == 2 and alpha[short].max() < 0.352 < alpha[band & (last == MAJOR)].min()
+    _states(cap, "the 2 rows between α_c and α = 0.352 have not reached 5 by τ = 20")
+    _states(cap, "GD from the same starts (written in the panel", "has j† = 5 in every cell")
     assert np.all(data["jdag_gd"] == MAJOR)
 
 
 def test_depth_caption_states_what_its_data_show():
     cap, data = gallery_caption("depth"), published_data("depth")
     alpha = data["alpha"]
+    # L = 2 is computed with the others but drawn in the minor-first figure, from the same runs
+    _states(cap, "at (a) L = 3 and (b) L = 4", "the map is the minor-first figure")
+    two = published_data("minor_first")
+    rows = np.isin(alpha, two["alpha"])
+    np.testing.assert_array_equal(data["jdag"][_index(data, 2)][rows], two["jdag"])
     _states(cap, "at ‖θ‖ = 10⁴‖θ₀‖")
     assert all(_maps.ESCAPE_PATH[int(L)] == 1e4 for L in data["depths"] if L >= 3)
     i = _index(data, 3)
@@ -403,6 +443,13 @@ def test_depth_caption_states_what_its_data_show():
     assert path(0.1)[0] == [4, 2, 4]
     sequence, times = path(0.2)
     assert sequence == [4, 1, 2, 4] and f"{times[2] - times[1]:.2f}" == "0.03"
+    # both paths also on the reduced flow at L = 3 (scipy Radau, analysis._reference)
+    rows = data["mark_rows"][i]
+    for stated, expected in ((0.1, [4, 2, 4]), (0.2, [4, 1, 2, 4])):
+        row = rows[(rows >= 0) & (np.round(alpha[np.maximum(rows, 0)], 1) == stated)][0]
+        seq, ref_times = _reference.l2sam_switches(MU, float(alpha[row]), 1.0, 3)
+        assert seq == expected, (stated, seq)
+    assert f"{ref_times[2] - ref_times[1]:.2f}" == "0.03"  # 0.2: the switches to 3 and to 5
     _states(cap, "the 7 rows between α_c and α = 0.24", "5 of them on j† = 1")
     i = _index(data, 4)
     rows = np.flatnonzero((alpha > data["k_c"][i]) & (alpha < 0.24))

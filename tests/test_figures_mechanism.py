@@ -111,7 +111,8 @@ def test_mechanism_caption_numbers():
     assert _stated(caption, f"‖∇L‖ is at most {np.nanmax(gl):.2f}") and np.nanmax(gl) < 0.515
     first = int(np.argmax(fastest == MU.size - 1))
     assert np.all(fastest[first:] == MU.size - 1)
-    assert _stated(caption, "below 10⁻⁹ when the fastest-growing index reaches 5")
+    assert _stated(caption, "below 10⁻⁹ (dotted level) when the fastest-growing index reaches 5")
+    assert _mechanism.GRAD_FLOOR == 1e-9 and _stated(caption, "(dotted levels)")
     assert gl[first] < 1e-9 and gm[first] > 9 and gm[first - 1] < 9
     assert _stated(caption, f"(τ ≈ {taus[first]:.1f}, ‖∇m‖ > 9)")
 
@@ -206,6 +207,7 @@ def test_max_margin_caption_numbers():
     assert float(data["gap_floor"]) == 1e-11 and _stated(caption, "below 10⁻¹¹")
     c_gd, c_sam = float(data["prefactor/2/GD"]), float(data["prefactor/2/ℓ2-SAM"])
     assert _stated(caption, f"C = {c_gd:.2f} for GD (predicted ½) and {c_sam:.1f} for ℓ2-SAM")
+    assert _stated(caption, "(dotted: the fit, drawn back to τ = 0, where it is C)")
     assert c_gd == pytest.approx(0.5, rel=1e-4)
     t_inf = float(_reduction(alpha, RHO, 30.0).y[0, -1])  # T stops changing long before τ = 30
     assert _stated(caption, f"T∞ = {t_inf:.3f}")

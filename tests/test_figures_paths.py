@@ -22,14 +22,14 @@ import flows
 from analysis import _reference
 from figures import _paths
 from flows import _config
-from tests.helpers import ROOT, gallery_caption, published_data, quick_data
+from tests.helpers import ROOT, gallery_caption, numpy_iterate, published_data, quick_data
 
-NAMES = ("trajectories", "linf_limits", "discrete")
+NAMES = ("trajectories", "linf_limits", "discrete", "steps")
 
 
 @pytest.fixture(scope="module")
 def quick_run(quick_figures):
-    """``python -m figures --quick`` (made once): the output folder and the three figures' data."""
+    """``python -m figures --quick`` (made once): the output folder and the four figures' data."""
     return quick_figures[0], quick_data(quick_figures, NAMES)
 
 
@@ -211,9 +211,10 @@ def test_linf_limits_tie_curve_and_the_points_beside_it(quick_run):
 
 @pytest.mark.parametrize("depth", [2, 3, 4])
 def test_linf_limits_caption_gd_sentence_is_true(depth):
-    """The caption's GD (its dashed line): at L ≥ 3 GD ends on argmax μ_j α_j^{L−2} (its blow-up
-    times 1/((L−2) μ_j α_j^{L−2}), docs/theory.md §8), so its minor coordinate wins below the line;
-    at L = 2, w_j = α_j e^{μ_j τ}, so β_2/β_1 ∝ e^{2(μ_2 − μ_1)τ} → ∞: always e₂."""
+    """The caption's GD (its black line, and the note in panel (a)): at L ≥ 3 GD ends on
+    argmax μ_j α_j^{L−2} (its blow-up times 1/((L−2) μ_j α_j^{L−2}), docs/theory.md §8), so its
+    minor coordinate wins below the line; at L = 2, w_j = α_j e^{μ_j τ}, so
+    β_2/β_1 ∝ e^{2(μ_2 − μ_1)τ} → ∞: always e₂."""
     winners = set()
     for a in ((1.5, 1.5), (3.0, 1.2)):
         if depth == 2:
@@ -347,7 +348,7 @@ def _states(caption, *texts):
 def test_trajectories_caption_numbers_are_the_published_data():
     caption, data = gallery_caption("trajectories"), published_data("trajectories")
     _states(
-        caption, "ρ = 1", "α = 1.001, 1.01, 1.1 and 2 α_c", f"α_c = {float(data['alpha_c']):.4f}"
+        caption, "ρ = 1", "α = 1.001, 1.1 and 2 α_c", f"α_c = {float(data['alpha_c']):.4f}"
     )
     assert float(data["rho"]) == 1.0 and data["ratios"].tolist() == [2.0, 1.1, 1.01, 1.001]
     assert f"α_c = {float(data['alpha_c']):.4f}" == "α_c = 0.3473"
@@ -357,9 +358,14 @@ def test_trajectories_caption_numbers_are_the_published_data():
         assert (data[f"sequence/l2/{i}"] + 1).tolist() == [2, 1, 2, 3, 4, 5]
     last = [float(data[f"switch_t/l2/{i}"][-1]) for i in (3, 2, 1, 0)]
     assert [f"{t:.1f}" for t in last[:3]] + [f"{last[3]:.2f}"] == ["46.2", "24.5", "3.3", "0.23"]
-    _states(
-        caption, "τ = 46.2 from 1.001 α_c, 24.5 from 1.01 α_c, 3.3 from 1.1 α_c, 0.23 from 2 α_c"
-    )
+    _states(caption, "τ = 46.2 from 1.001 α_c, 3.3 from 1.1 α_c, 0.23 from 2 α_c")
+    # the same from the scalar reduction of docs/theory.md §9 (scipy, analysis._reference)
+    for i, stated in ((3, "46.2"), (1, "3.3"), (0, "0.23")):
+        seq, times = _reference.scalar_switches(
+            _paths.MU5, float(data[f"alpha/l2/{i}"]), 1.0, 60.0
+        )
+        assert seq == data[f"sequence/l2/{i}"].tolist()
+        assert f"{times[-1]:.{len(stated.split('.')[1])}f}" == stated, (i, times[-1])
     # (e): the loss at 1e-3, the margin carried by j† = 1, and GD
     assert _paths.LOSS_LOW == 1e-3
     low = [f"{float(data[f'tau_low/l2/{i}']):.2f}" for i in (1, 2, 3)]
@@ -368,7 +374,12 @@ def test_trajectories_caption_numbers_are_the_published_data():
     for i in (2, 3):
         j, share, rate = _margin_carried(data, i)
         assert j == 0 and share > 0.99 and np.all(np.abs(rate - 1) < 0.01), (i, share, rate)
+        # what panel (d) draws: the same window and rates, every drawn share above 0.99
+        loss, drawn_share, drawn_rate = _paths.margin_while_falling(data, i)
+        np.testing.assert_allclose(drawn_rate, rate, rtol=1e-12)
+        assert loss.max() <= 1e-1 and loss.min() >= 1e-3 and np.all(drawn_share > 0.99)
     _states(caption, "j† = 1", "over 99% of the margin", "β₁'s rate to within 1%")
+    _states(caption, "above the dotted 0.99", "between the dotted 0.99 and 1.01")
     assert f"{float(data['tau_low/gd']):.2f}" == "0.17" and data["sequence/gd"].tolist() == [4]
     _states(caption, "GD from 1.001 α_c (black) reaches 10⁻³ at τ = 0.17")
     assert float(data["tau_low/l2/0"]) == 0.0
@@ -421,6 +432,8 @@ def test_discrete_caption_numbers_are_the_published_data():
     t, w = data["flow_t/ℓ∞-SAM-slide"], data["flow_w/ℓ∞-SAM-slide"]
     assert f"{t[np.argmax(np.abs(w[:, 0]) < 1e-12)]:.1f}" == "4.2"
     _states(caption, "w₁ dies at t ≈ 4.2", "from t = 4.5 on", "within 0.013 (η = 0.5)")
+    _states(caption, "in its inset on a ±0.02 scale")
+    assert (_paths.CHATTER_FROM, _paths.CHATTER_SCALE) == (4.5, 0.02)
     for lr in _paths.LRS_SHOWN:
         ti, wi = data[f"iter_t/ℓ∞-SAM-slide/{lr}"], data[f"iter_w/ℓ∞-SAM-slide/{lr}"]
         late = wi[ti >= 4.5, 0]
@@ -437,3 +450,73 @@ def test_discrete_caption_numbers_are_the_published_data():
     }
     assert slopes == {"GD": "1.00", "ℓ2-SAM": "0.99", "ℓ∞-SAM": "0.99", "ℓ∞-SAM-slide": "0.99"}
     _states(caption, "GD 1.00, ℓ2-SAM 0.99", "(α = 0.35) 0.99", "sliding 0.99")
+
+
+# --- minor first under finite steps -------------------------------------------------------------
+
+
+def _steps_cell(data, lr, ratio):
+    """(column, row) of the steps map at step size ``lr`` (None: the flow) and α/α_c ``ratio``."""
+    k = 0 if lr is None else 1 + int(np.flatnonzero(np.isclose(data["lrs"], lr))[0])
+    return k, int(np.flatnonzero(np.isclose(data["ratios"], ratio))[0])
+
+
+@pytest.mark.parametrize(
+    ("lr", "ratio"), [(0.5, 0.905), (0.25, 0.905), (0.25, 0.975), (0.25, 1.025), (0.125, 0.985)]
+)
+def test_steps_cells_against_a_numpy_iterate(lr, ratio):
+    """Cells of the published map on both sides of each column's collapse edge, from an
+    independent numpy SAM update (tests.helpers.numpy_iterate): collapsed where the loss at
+    t = 60 is above its start, else j† = argmax |β_j| at t = 60."""
+    data = published_data("steps")
+    alpha = ratio * float(data["alpha_c"])
+    method = flows.L2SAM(1.0)
+    thetas = numpy_iterate(
+        method, _paths.DATA5, flows.balanced_init(alpha, 2, 5), lr, round(60.0 / lr)
+    )
+    beta = np.prod(thetas[[0, -1]], axis=1)  # (2, d): β at t = 0 and t = 60
+    loss = np.log1p(np.exp(-beta @ _paths.MU5))
+    expected = -2 if loss[1] > loss[0] else int(np.argmax(np.abs(beta[1])))
+    k, i = _steps_cell(data, lr, ratio)
+    assert data["jdag"][k, i] == expected, (lr, ratio, loss, beta[1])
+
+
+def test_steps_caption_numbers_are_the_published_data():
+    caption, data = gallery_caption("steps"), published_data("steps")
+    r, lrs, j = data["ratios"], data["lrs"], data["jdag"]
+    assert r.size == 41 and np.allclose(r[[0, -1]], [0.905, 1.305]) and float(data["t"]) == 60.0
+    _states(caption, "t = kη = 60", "α/α_c = 0.905, …, 1.305 (41 rows", "η = 2⁻¹, …, 2⁻⁸")
+    np.testing.assert_array_equal(lrs, 2.0 ** -np.arange(1, 9))
+    # α_c of the flow, also from the reduced ODE of analysis._reference (scipy)
+    _states(caption, f"α_c = {float(data['alpha_c']):.4f}", "α_c = 0.3473")
+    np.testing.assert_allclose(float(data["alpha_c"]), _reference.l2sam_alpha_c(), rtol=1e-6)
+    flow = j[0]
+    assert np.all(flow[r < 1] == -2) and np.all(flow[r > 1] >= 0)  # the flow collapses below
+    # minor first begins: just above α_c every column is on the minor coordinate at t = 60
+    assert np.all(j[:, _steps_cell(data, None, 1.005)[1]] == 0)
+    _states(caption, "Just above α_c, j† has moved from 2 to the minor coordinate 1")
+    assert np.isclose(r[flow == 1].max(), 1.145) and np.all(flow[r > 1.15] == 2)
+    _states(caption, "above α = 1.145 α_c the flow has moved on to 3")
+    for k, lr in enumerate(lrs, start=1):
+        assert np.array_equal(j[k], flow) == (lr <= 2.0**-5), lr
+    _states(caption, "From η = 2⁻⁵ down every column is the flow's, row for row")
+
+    def lowest_escape(lr):
+        return f"{r[j[_steps_cell(data, lr, 1.005)[0]] != -2].min():.3f}"
+
+    assert [lowest_escape(lr) for lr in (2.0**-4, 2.0**-3, 2.0**-2)] == ["0.995"] * 2 + ["0.975"]
+    _states(caption, "0.995 α_c at η = 2⁻⁴ and 2⁻³, 0.975 α_c at 2⁻²")
+    half = j[_steps_cell(data, 0.5, 1.005)[0]]
+    assert np.all(half != -2) and np.all(half[r < 1] == 0)
+    _states(caption, "at 2⁻¹ every start from 0.905 α_c up escapes, onto j† = 1 below α_c")
+
+
+def test_steps_quick_run_is_the_published_map_on_its_grid(quick_run):
+    """A fresh quick computation (every 5th α, η = 2⁻¹…2⁻⁴, α_c to 1e-4) gives the published
+    map's cells there: the code that drew the committed figure still draws it."""
+    _, data = quick_run
+    quick, full = data["steps"], published_data("steps")
+    rows = [int(np.flatnonzero(np.isclose(full["ratios"], x))[0]) for x in quick["ratios"]]
+    cols = [0] + [1 + int(np.flatnonzero(np.isclose(full["lrs"], x))[0]) for x in quick["lrs"]]
+    np.testing.assert_array_equal(quick["jdag"], full["jdag"][np.ix_(cols, rows)])
+    np.testing.assert_allclose(float(quick["alpha_c"]), float(full["alpha_c"]), rtol=1e-4)

@@ -1,5 +1,6 @@
-"""Figures at their printed size (issue 25): every saved page is 5.5 in or 2.7 in wide, no text
-prints below 7 pt nor any sub- or superscript below 5.5 pt, and no text leaves the page.
+"""Figures at their printed size: every saved page is 5.5 in or 2.7 in wide, no text prints below
+7 pt nor any sub- or superscript below 5.5 pt, and no text leaves the page; and one meaning per
+line style across the set (figures._style: solid a curve, dashed α_direct, dotted a reference).
 
 The figures are the quick ones (tests/conftest.py makes each once per test run); the text is
 checked on each figure drawn again from its saved data, glyph by glyph through matplotlib's own
@@ -13,12 +14,16 @@ from unittest import mock
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
 from matplotlib.mathtext import MathTextParser
 from matplotlib.text import Text
 
 import figures
 from figures import _style
+from tests.helpers import published_data
 
 PRINTED = (_style.FULL_WIDTH, _style.COLUMN_WIDTH)
 _MEDIABOX = re.compile(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]")
@@ -95,6 +100,49 @@ def text_problems(fig: Figure) -> list[str]:
     return problems
 
 
+_NO_LINE = ("None", "none", "", " ")
+#: The gid that a line of each non-solid style must carry: its one meaning (figures._style).
+_STYLE_ROLE = {"--": "alpha_direct", ":": "reference"}
+
+
+def line_style_problems(fig: Figure) -> list[str]:
+    """Each line of ``fig`` whose style is not its meaning: a dashed line that is not α_direct,
+    a dotted one that is not a reference, any other pattern (dash-dot, a custom dash), a solid
+    line that says it is α_direct or a reference; a legend entry drawn dashed whose label is not
+    α_direct's. A line's meaning is its ``gid`` (figures._style); a legend entry's, its text."""
+    problems = []
+    legends = fig.findobj(Legend)  # the figure's, its subfigures' and its axes'
+    in_legend = {id(h) for lg in legends for h in lg.legend_handles}
+    for line in fig.findobj(Line2D):
+        ls = line.get_linestyle()
+        if id(line) in in_legend or not line.get_visible() or ls in _NO_LINE:
+            continue
+        # a custom dash pattern reports "--": tell it from the plain dashed line by its pattern
+        custom = ls == "--" and line._unscaled_dash_pattern != Line2D(
+            [], [], ls="--"
+        )._unscaled_dash_pattern
+        name = f"line {line.get_label()!r} ({ls}, gid {line.get_gid()!r})"
+        if ls == "-":
+            if line.get_gid() in _STYLE_ROLE.values():
+                problems.append(f"{name}: solid, but its gid says otherwise")
+        elif ls not in _STYLE_ROLE or custom:
+            problems.append(f"{name}: a style with no meaning")
+        elif line.get_gid() != _STYLE_ROLE[ls]:
+            problems.append(f"{name}: {ls} means {_STYLE_ROLE[ls]} only")
+    for coll in fig.findobj(LineCollection):
+        if any(dashes is not None for _, dashes in coll.get_linestyle()):
+            problems.append(f"line collection {coll.get_label()!r}: not solid")
+    for lg in legends:
+        for handle, text in zip(lg.legend_handles, lg.get_texts(), strict=True):
+            if isinstance(handle, Line2D) and handle.get_linestyle() not in ("-", *_NO_LINE):
+                ls = handle.get_linestyle()
+                if ls not in _STYLE_ROLE:
+                    problems.append(f"legend {text.get_text()!r}: a style with no meaning")
+                elif ls == "--" and "direct" not in text.get_text():
+                    problems.append(f"legend {text.get_text()!r}: dashed means α_direct only")
+    return problems
+
+
 def _redrawn(cache, name):
     ctx = figures.Context(out=cache, cache=cache, quick=True)
     return _style.styled(figures.FIGURES[name].draw, figures.load_data(ctx, name))
@@ -116,6 +164,38 @@ def test_text_is_large_enough_and_on_the_page(quick_figures, name):
     fig = _redrawn(quick_figures[1], name)
     assert any(abs(fig.get_figwidth() - w) < 1e-9 for w in PRINTED)
     assert text_problems(fig) == []
+
+
+@pytest.mark.parametrize("name", list(figures.FIGURES))
+def test_one_meaning_per_line_style(name):
+    """Each figure of the gallery, drawn from its published data: solid a curve, dashed
+    α_direct, dotted a reference, and nothing else (figures._style)."""
+    fig = _style.styled(figures.FIGURES[name].draw, published_data(name))
+    assert line_style_problems(fig) == []
+
+
+def test_the_line_style_check_fails_on_each_misuse():
+    """A dashed curve, a dotted curve, a dash-dot line, a dashed α_c and a dashed legend entry
+    for a curve are each reported; α_c, α_direct, a reference and a solid curve are not."""
+    fig = _style.styled(_style.new_figure, _style.FULL_WIDTH, 2.0)
+    ax = fig.add_subplot()
+    ax.axhline(0.3, **_style.ALPHA_C_LINE)
+    ax.axhline(0.8, **_style.ALPHA_DIRECT_LINE, label="a")
+    ax.axvline(1.0, **_style.SWITCH)
+    ax.plot([0, 1], [0, 1], color="b", marker="o", **{k: _style.VARIANT[k] for k in ("mfc", "ms")})
+    ax.legend(handles=[Line2D([], [], **_style.ALPHA_DIRECT_LINE, label=r"$\alpha_{\rm direct}$")])
+    assert line_style_problems(fig) == []
+    ax.plot([0, 1], [1, 0], color="b", ls="--", label="curve")
+    ax.plot([0, 1], [1, 0], color="b", ls=":", label="dotted curve")
+    ax.plot([0, 1], [1, 0], color="b", ls="-.", label="dash-dot")
+    ax.axhline(0.5, **{**_style.ALPHA_DIRECT_LINE, "ls": (0, (3.0, 1.5))}, label="custom dash")
+    ax.axhline(0.4, **{**_style.ALPHA_C_LINE, "ls": "--"}, label="dashed α_c")
+    ax.legend(handles=[Line2D([], [], color="b", ls="--", label="GD")])
+    problems = line_style_problems(fig)
+    assert len(problems) == 6, problems
+    named = ("'curve'", "'dotted curve'", "'dash-dot'", "'custom dash'", "'dashed α_c'", "legend")
+    for text, problem in zip(named, problems, strict=True):
+        assert text in problem, (text, problems)
 
 
 def test_the_checks_fail_on_a_figure_that_breaks_the_rules(tmp_path):
@@ -209,7 +289,7 @@ def _experiment_data():
 def test_experiment_figures_are_printed_width_with_large_enough_text(tmp_path):
     """Each figure of experiments/_figures.py, drawn as ``python -m experiments`` draws it:
     5.5 in wide on the saved page (PDF and PNG), no text under 7 pt nor script under 5.5 pt,
-    nothing off the page."""
+    nothing off the page, one meaning per line style."""
     from experiments import _figures
 
     diag, cnn = _experiment_data()
@@ -223,6 +303,7 @@ def test_experiment_figures_are_printed_width_with_large_enough_text(tmp_path):
         fig = _style.styled(draw, data)
         assert fig.get_figwidth() == _style.FULL_WIDTH, name
         assert text_problems(fig) == [], name
+        assert line_style_problems(fig) == [], name
         pdf, png = save(data, tmp_path)
         assert (pdf.name, png.name) == (f"{name}.pdf", f"{name}.png")
         ((width, height),) = pdf_page_size(pdf)
