@@ -118,9 +118,9 @@ def draw_sparsity(data: dict):
                 ax.plot(rho, data[f"{name}/discrete/{alpha:g}"][:, k], ls="none", marker="o",
                         ms=3, mfc="w", mec=color)  # fmt: skip
             ax.axhline(data[f"GD/flow/{alpha:g}"][k], color=METHOD_COLORS["GD"], lw=1.0)
-            ax.axhline(data[f"gd_limit/{alpha:g}"][k], color=METHOD_COLORS["GD"], lw=0.8,
-                       ls=(0, (1.2, 1.2)))  # fmt: skip
-            ax.axhline(data["min_l1"][k], color=OKABE_ITO["green"], lw=0.9, ls="--")
+            gd_limit = {**REFERENCE, "color": METHOD_COLORS["GD"]}
+            ax.axhline(data[f"gd_limit/{alpha:g}"][k], **gd_limit)
+            ax.axhline(data["min_l1"][k], **{**REFERENCE, "color": OKABE_ITO["green"]})
             ax.axhline(data["min_l2"][k], **REFERENCE)
             ax.set(xscale="log", yscale="log" if row == 0 else "linear")
             if row == 0:  # the methods' range: the min-ℓ1 interpolator may be exact (~1e-30)
@@ -141,9 +141,9 @@ def draw_sparsity(data: dict):
                label=rf"discrete, $\eta={float(data['lr']):.3g}$, {int(data['steps'])} steps"),
         Line2D([], [], color="0.3", lw=1.2, label=r"flow to the same time $t$"),
         Line2D([], [], color=METHOD_COLORS["GD"], lw=1.0, label="GD flow"),
-        Line2D([], [], color=METHOD_COLORS["GD"], lw=0.8, ls=(0, (1.2, 1.2)),
+        Line2D([], [], **{**REFERENCE, "color": METHOD_COLORS["GD"]},
                label=r"GD limit, $\arg\min Q_{\alpha/2}$"),
-        Line2D([], [], color=OKABE_ITO["green"], lw=0.9, ls="--",
+        Line2D([], [], **{**REFERENCE, "color": OKABE_ITO["green"]},
                label=r"min-$\ell_1$ interpolator" + _below(data)),
         Line2D([], [], **REFERENCE, label=r"min-$\ell_2$ interpolator"),
     ]  # fmt: skip

@@ -647,15 +647,24 @@ def refused_or_integrated(call, *names, must=False, tally=None):
 
 @pytest.fixture
 def no_integration(monkeypatch):
-    """Every integrator (smooth and Filippov, both backends) raises ``Solved``."""
-    from flows import _diffrax, _scipy
+    """Every integrator (smooth and Filippov, both backends, and the numba engine, which the
+    analysis's default driver calls) raises ``Solved``."""
+    import analysis._drive
+    from flows import _diffrax, _many, _scipy
 
     def stop(*args, **kwargs):
         raise Solved(*args)
 
+    def stop_engine(method, values, data, theta0, *, ts, t1, options, **kwargs):
+        t1 = np.asarray(t1, float)  # one per run: well posed when every one is
+        ok = np.all((t1 > 0) & np.isfinite(t1))
+        raise Solved(method, theta0, ts, float(np.max(t1)) if ok else np.nan, options)
+
     for backend in (_diffrax, _scipy):
         for name in ("solve_smooth", "solve_filippov"):
             monkeypatch.setattr(backend, name, stop)
+    for module in (_many, analysis._drive):
+        monkeypatch.setattr(module, "engine_run", stop_engine)
 
 
 SOLVE_KEYS = "theta0 t1 rtol atol max_steps collapse_tol escape_tol loss_tol loss solver".split()
@@ -800,7 +809,10 @@ def test_regime_path_refuses_before_solving(no_integration):
 
     def call(key, value):
         args = dict(method=flows.L2SAM(1.0), mu=[1.0, 2.0, 3.0], alpha=0.5) | {key: value}
-        return analysis.regime_path(**args)
+        path = analysis.regime_path(**args)
+        if path.t_end == 0.0 and path.restarts == 0:  # the start's certificates decided it
+            raise Solved()  # (pass 0: exact facts of the validated start, nothing to solve)
+        return path
 
     hostile = st.one_of(numbers, wrong_types, any_value((3,)), st.integers(-3, 3))
     each_argument(VALID_REGIME, hostile, call)
@@ -870,7 +882,19 @@ def _sweep_fn(a):
 
 
 # (name, call, base keyword arguments, keys to perturb, integrates)
+REGRESSION_DATA = flows.Dataset(
+    np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]), np.array([1.0, -0.5]), regression=True
+)
 PUBLIC = [
+    ("flows.USAM", flows.USAM, dict(rho=0.1), ["rho"], 0),
+    ("flows.OneSAM", flows.OneSAM, dict(rho=0.1, convention="reference"), ["rho", "convention"], 0),
+    (
+        "analysis.kernel_rich_limit",
+        analysis.kernel_rich_limit,
+        dict(data=REGRESSION_DATA, alpha=0.5, model="uv"),
+        ["data", "alpha", "model", "rtol", "max_iter"],
+        0,
+    ),
     (
         "flows.SweepOptions",
         flows.SweepOptions,
@@ -1208,6 +1232,9 @@ COVERED_ABOVE = {
     "flows.solve": test_solve_refuses_or_accepts_each_argument,
     "analysis.regime_path": test_regime_path_refuses_before_solving,
     "analysis.critical_alpha": test_critical_alpha_refuses_before_solving,
+    # the regression setting's starts and predictions: their refusals and values
+    "flows.product_init": "test_regression.test_bad_input_names_the_argument",
+    "flows.predictions": "test_regression.test_squared_loss_and_its_field_match_the_formulas",
     # its keywords' refusals: tests/test_config.py (configure changes process-wide settings)
     "flows.configure": "test_config.test_configure_refuses_keywords_of_the_wrong_type",
 }
