@@ -129,8 +129,13 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     (default :func:`analysis._regime.budget`); ``workers``: the engine's threads.
     """
     theta0 = np.ascontiguousarray(theta0, np.float64)
-    n, depth, d = theta0.shape
-    values = _parameters(method, params, n)
+    real, depth, d = theta0.shape
+    # The policy's compiled batch functions take a few sizes only (powers of 2 from 32): the
+    # rows past ``real`` repeat the last start, are never integrated and are dropped.
+    n = max(32, 1 << (real - 1).bit_length())
+    theta0 = np.concatenate([theta0, np.repeat(theta0[-1:], n - real, axis=0)])
+    values = _parameters(method, params, real)
+    values = {k: np.concatenate([v, np.repeat(v[-1:], n - real)]) for k, v in values.items()}
     methods = _batched(method, values, n)
     loss, slots = options.loss, options.max_switches
     track = need in ("path", "direct")
@@ -158,6 +163,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     code, leader, lost = (np.array(x) for x in _conclude(
         methods, data, th0, th0, jnp.zeros(n, int), jnp.zeros(n, bool), jnp.asarray(other),
         jnp.asarray(first), need))  # fmt: skip
+    code[real:] = 0  # the padding rows: decided, never integrated
     t_end = np.zeros(n)
     passes = np.zeros(n, np.int64)
     level = np.zeros(n, np.int64)
@@ -215,11 +221,12 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     code, last, appended, decided = (np.array(x) for x in finish(
         jnp.asarray(code), lost=jnp.asarray(lost), last=jnp.asarray(last),
         lead=jnp.asarray(lead), track=track))  # fmt: skip
-    return dict(
+    out = dict(
         code=code, first=first, last=last, n_switches=count + appended, times=times,
         after=after, passes=passes, status=status, t_end=t_end,
         leader=np.where(decided, leader, -1), t_real=np.full(n, np.nan), theta=theta,
     )  # fmt: skip
+    return {k: v[:real] for k, v in out.items()}
 
 
 def _record(idx, out, t_end, count, times, after, slots):
