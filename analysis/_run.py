@@ -1,13 +1,14 @@
-r"""The traceable per-run layer: one single-example run, continued until decided, as JAX code.
+r"""The pass policy of a single-example run, written once, and its JAX driver.
 
-:func:`run` is the batch form of :func:`analysis.regime_path` (same certificates, same
-:func:`analysis._regime.decide`, same budgets): jit- and vmap-able, so that the boundary
-searches (:func:`analysis.boundary`) and the phase diagrams (:func:`analysis.phase_diagram`,
-through :func:`flows.sweep`) classify thousands of runs in one compiled call. It differs from
-:func:`analysis.regime_path` only in how switch times are located: :math:`j^\dagger` is read on
-``n_grid`` points of each solve's dense output and every change is refined by 60 bisection
-steps on :math:`\log|\beta_b|-\log|\beta_a|` (:func:`analysis.regime_path` samples every solver
-step and uses Brent's method); a change and its return inside one grid interval are not seen.
+A run is continued pass after pass until the certificates decide it (docs/theory.md §12–13). The
+policy: :func:`begin` (pass 0, the start's own certificates and :math:`j^\dagger(0^+)`),
+:func:`thresholds` (each pass's τ budget, collapse threshold and escape level, fixed by the run's
+first start), :func:`conclude` (the certificates and :func:`analysis._regime.decide` at a pass's
+end) and :func:`finish`. Two drivers run it: :func:`run` here, a ``lax.while_loop`` of
+:func:`flows.internal.integrate` passes (jit/vmap-able, every method, any device; :math:`j^\dagger`
+read on ``n_grid`` points of each pass's dense output, each change refined by 60 bisection steps:
+a change and its return inside one grid interval are not seen), and the numba engine's
+(:func:`analysis._drive.drive`, the default wherever the engine runs the method).
 """
 
 import jax
