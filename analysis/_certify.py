@@ -255,12 +255,19 @@ def keeps_invariant_order(method, theta0, theta, mu):
         behind = grow & weak & strict  # j (row) strictly behind k (column) for all τ > 0
         balanced = jnp.all(theta0 == theta0[:1])
         return ~balanced | jnp.all(~behind | (a[:, None] < a[None, :]))
-    if depth < 3 or isinstance(method, flows.LinfSAM):
+    if not q_order_applies(method, depth):
         return jnp.asarray(True)
     q0 = mu * jnp.min(theta0, axis=0) ** (depth - 2)
     q = mu * jnp.min(jnp.asarray(theta), axis=0) ** (depth - 2)
     before = q0[:, None] < q0[None, :]
     return jnp.all(~before | (q[:, None] < q[None, :]))
+
+
+def q_order_applies(method, depth: int) -> bool:
+    r"""Whether the :math:`q`-order of :func:`keeps_invariant_order` constrains a balanced run of
+    ``method`` at ``depth``: GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` (exact ℓ∞-SAM has its own
+    order, smoothed ℓ∞-SAM none)."""
+    return depth >= 3 and not isinstance(method, flows.LinfSAM)
 
 
 def limit_index(method, mu, alpha, depth: int):

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.optimize
 
 import flows
-from flows.internal import as_array, tie_margin
+from flows.internal import SAMPLES_PER_STEP, as_array, tie_margin
 
 from ._inputs import Problem, check_count, check_trajectory
 
@@ -180,7 +180,9 @@ def _interp_rates(interpolation, t):
     return jnp.sum(interpolation.derivative(t) / interpolation.evaluate(t), axis=0)
 
 
-def switch_times(traj_or_problem, *, samples_per_step: int = 4, max_depth: int = 60) -> Switches:
+def switch_times(
+    traj_or_problem, *, samples_per_step: int = SAMPLES_PER_STEP, max_depth: int = 60
+) -> Switches:
     r"""Times where :math:`j^\dagger(t)=\arg\max_j\lvert\beta_j(t)\rvert` changes, by root finding.
 
     :math:`h(t)=\log\lvert\beta_b(t)\rvert-\log\lvert\beta_a(t)\rvert` is sampled on the
@@ -238,7 +240,7 @@ def switch_times(traj_or_problem, *, samples_per_step: int = 4, max_depth: int =
     return _switches(traj, rates0, samples_per_step, max_depth)
 
 
-def _switches(traj, rates0, samples_per_step=4, max_depth=60) -> Switches:
+def _switches(traj, rates0, samples_per_step=SAMPLES_PER_STEP, max_depth=60) -> Switches:
     """:func:`switch_times` on a dense trajectory, given the log-growth rates at t = 0."""
     interp = traj.interpolation
     t_end = float(traj.t_end)

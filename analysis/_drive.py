@@ -31,7 +31,7 @@ import numpy as np
 import flows
 from flows.internal import SAMPLES_PER_STEP, TIE_ULPS, engine_run, engine_supports
 
-from ._certify import bound_of, invariant_leader, time_scale
+from ._certify import bound_of, invariant_leader, q_order_applies, time_scale
 from ._options import RunOptions
 from ._regime import start_atol
 from ._run import begin, conclude, finish, run, thresholds
@@ -51,13 +51,6 @@ def uses_engine(method, backend: str) -> bool:
             f"constant sigma; got {method!r}: use backend='jax' (or 'auto')."
         )
     return False
-
-
-def _guarded(method, depth: int) -> bool:
-    """Whether :func:`analysis._certify.keeps_invariant_order` constrains a run of ``method``
-    at ``depth`` (the q-order of GD, ℓ2-SAM and LE-SAM at L >= 3; exact ℓ∞-SAM, whose own
-    order applies, never runs on the engine)."""
-    return depth >= 3 and not isinstance(method, flows.LinfSAM)
 
 
 @eqx.filter_jit
@@ -156,7 +149,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     else:
         atols = np.full(n, float(options.atol))
     q0 = mu * np.min(theta0, axis=1) ** max(depth - 2, 0)
-    guard = _guarded(method, depth)
+    guard = q_order_applies(method, depth)  # exact ℓ∞-SAM never runs here
     theta = theta0.copy()
     other = first != target
     # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
