@@ -31,7 +31,7 @@ from ._inputs import (
     check_positive,
 )
 from ._options import run_options
-from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED
+from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED, undetermined_reason
 from ._run import start_code
 
 KINDS = ("collapse", "direct")
@@ -107,7 +107,10 @@ def _classify(methods, data, depth, alphas, *, kind, options):
         rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
         out = classify(rest, data, np.asarray(theta0)[open_], options=options, need=need)
         codes[open_] = out["code"]
-    return codes
+        for k in np.flatnonzero(out["code"] == UNDETERMINED)[:1]:
+            return codes, undetermined_reason(int(out["status"][k]), int(out["passes"][k]),
+                                              float(out["t_end"][k]), options)  # fmt: skip
+    return codes, ""
 
 
 def _check_family(family, p, d):
@@ -244,7 +247,7 @@ def boundary(
 
     def flags(ps):
         pairs = [_check_family(family, float(p), mu.size) for p in ps]
-        code = _classify(
+        code, why = _classify(
             [m for m, _ in pairs],
             data,
             depth,
@@ -255,9 +258,8 @@ def boundary(
         if np.any(code == UNDETERMINED):
             k = int(np.argmax(code == UNDETERMINED))
             raise RuntimeError(
-                f"boundary: the run at p = {ps[k]:.10g} is undetermined after "
-                f"{options.max_passes} passes (a solver failure, or a run at the boundary "
-                "itself); narrow `bracket` or raise `max_passes` / `max_steps`."
+                f"boundary: the run at p = {ps[k]:.10g} is undetermined: {why}; or narrow "
+                "`bracket`."
             )
         return np.isin(code, below_codes)
 

@@ -13,7 +13,7 @@ import flows
 from ._drive import classify
 from ._inputs import check_alpha, check_depth, check_method, check_mu, check_positive
 from ._options import run_options
-from ._regime import REGIMES
+from ._regime import REGIMES, UNDETERMINED, undetermined_reason
 
 #: Switches a path keeps (:func:`regime_path` lists every one; more are counted, not timed).
 PATH_SLOTS = 1024
@@ -30,6 +30,7 @@ class RegimePath(NamedTuple):
     t_end: float  # τ where the run was decided (the passes add up)
     loss_end: float  # loss at the end
     restarts: int  # solves continued from where the previous one stopped
+    reason: str = ""  # why the run is undetermined ("" when it is decided)
 
 
 def regime_path(
@@ -72,7 +73,8 @@ def regime_path(
     time: each pass carries it from its start, and the next starts from where it ended
     (:meth:`flows.AbstractMethod.started_at`, docs/theory.md §5); a pass that meets σ(t) < 0
     stops with status ``sigma_negative`` and the run is ``undetermined``. A run still undecided
-    after ``max_passes`` passes is ``undetermined``, never guessed. The default absolute
+    after ``max_passes`` passes is ``undetermined``, never guessed, and ``reason`` says why
+    (:func:`analysis._regime.undetermined_reason`). The default absolute
     tolerance is far below any weight on purpose (:func:`analysis._regime.start_atol`).
 
     Arguments:
@@ -123,7 +125,9 @@ def regime_path(
         float(out["t_end"]),
         float(flows.objective(theta, data, opts.loss)),
         max(int(out["passes"]) - 1, 0),
-    )
+        "" if int(out["code"]) != UNDETERMINED else undetermined_reason(
+            int(out["status"]), int(out["passes"]), float(out["t_end"]), opts),
+    )  # fmt: skip
 
 
 def regime(method, mu, alpha, depth: int = 2, **kwargs) -> str:

@@ -114,6 +114,27 @@ def regime_code(collapsed, settled, leader, visited_other, target, first):
     return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
 
 
+def undetermined_reason(status: int, passes: int, t_end: float, options) -> str:
+    """Why a run is ``undetermined``, in one sentence, from its last pass's ``status``, the
+    ``passes`` it ran and the τ ``t_end`` it reached (host-side; :class:`analysis.RunOptions`
+    ``options`` gives the budgets)."""
+    at = f"at tau = {t_end:.6g}"
+    if status == flows.Status.SIGMA_NEGATIVE:
+        return (f"the schedule sigma(t) fell below 0 {at}: LE-SAM's radius is undefined there, "
+                "and the certificates of the last state decide nothing")  # fmt: skip
+    if status in (flows.Status.NONFINITE, flows.Status.SLIDING_FAILED):
+        return (f"the solver failed {at} (status {flows.Status.name(status)}), and the "
+                "certificates of the last finite state decide nothing")  # fmt: skip
+    ended = {
+        flows.Status.MAX_STEPS: f"its last pass spent its {options.max_steps} steps",
+        flows.Status.ESCAPED: "its last pass escaped past a norm level without a certified "
+        "leader",
+    }.get(status, "its last pass spent its tau budget")
+    return (f"still undecided after {passes} passes ({at}): {ended}; a run that lingers near "
+            "a boundary (e.g. at the degenerate saddle, L >= 3) needs more: raise `max_passes` "
+            "or `max_steps`")  # fmt: skip
+
+
 def decide(
     status,
     *,

@@ -352,3 +352,21 @@ def test_regime_path_under_a_schedule_continues_on_the_real_clock():
     assert r.restarts > 10 and r.regime == "sequential"
     assert r.sequence == sequence
     np.testing.assert_allclose(r.times, times, rtol=1e-7)
+
+
+@pytest.mark.parametrize("depth", [2, 4])
+def test_an_undetermined_run_says_why(depth):
+    """One pass of 8 steps decides nothing from a start near α_c (the run lingers for τ ≫ 1):
+    the path is undetermined and its reason names the spent budget and the remedy; the same run
+    with the default budgets is decided, with no reason. A boundary search that meets such a
+    run raises with the same reason."""
+    method, mu = flows.L2SAM(1.0), [1.0, 2.0, 3.0, 4.0, 5.0]
+    alpha = analysis.critical_alpha(method, mu, depth) * (1 + 1e-6)
+    r = analysis.regime_path(method, mu, alpha, depth, max_passes=1, max_steps=8)
+    assert (r.regime, r.status, r.restarts) == ("undetermined", "max_steps", 0)
+    assert "after 1 passes" in r.reason and "spent its 8 steps" in r.reason
+    assert "`max_passes`" in r.reason
+    assert analysis.regime_path(method, mu, alpha, depth).reason == ""
+    with pytest.raises(RuntimeError, match="spent its 8 steps"):
+        analysis.critical_alpha(method, mu, depth, bracket=(alpha / 2, 2 * alpha),
+                                max_passes=1, max_steps=8)  # fmt: skip

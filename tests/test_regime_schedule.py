@@ -86,3 +86,12 @@ def test_decide_reads_the_facts_of_a_failed_solves_last_state():
     # precedence (decide's docstring): 'stalled' before the shortcut of `need`
     assert _decide(flows.Status.OK, escaped=True, stalled=True, need="escape") == _regime.STALLED
     assert _decide(flows.Status.OK, escaped=True, need="escape") == _regime.SEQUENTIAL
+
+
+def test_an_undetermined_schedule_says_why():
+    # σ(t) = 0.5 - t falls below 0 at the real time 0.5, long before the run from α = 0.2 is
+    # decided (the constant σ = 0.5 switches at τ ≈ 10): LE-SAM's radius is undefined there
+    r = analysis.regime_path(flows.LESAM(lambda t: 0.5 - t, 0.3), MU, 0.2)
+    assert (r.regime, r.status) == ("undetermined", "sigma_negative")
+    assert "sigma(t) fell below 0" in r.reason
+    assert analysis.regime_path(flows.LESAM(0.5, 0.3), MU, 0.2).reason == ""
