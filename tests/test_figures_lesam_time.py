@@ -172,7 +172,7 @@ def test_quick_run_agrees_with_the_published_data(quick_figures, data):
                                    rtol=1e-9)  # fmt: skip
         tau_q, tau_f = quick[f"tau/{name}"], data[f"tau/{name}"]
         shared = np.isin(tau_f, tau_q)
-        assert shared.sum() >= 50
+        assert shared.sum() >= 10  # the points of the quick linspace (step 0.05) reached
         keys = ["t"] + (["rho"] if name != "ℓ2-SAM" else [])
         for key in keys:
             np.testing.assert_allclose(quick[f"{key}/{name}"][np.isin(tau_q, tau_f)],
