@@ -24,6 +24,8 @@ SUMMARIES: dict[str, str] = {
     "lesam_flatness": "LE-SAM's radius ρ_t and ‖∇L‖ in time, and the Hessian trace / top "
     "eigenvalue over GD's at equal loss (ℓ2-SAM at ρ_max and at LE-SAM's mean radius, LE-SAM "
     "constant and annealed)",
+    "lesam_time": "j† of LE-SAM (single example, L = 2) against τ beside ℓ2-SAM's, at the default "
+    "σ, smaller σ and σ(t) annealed, with ρ_t and σ(t) on the real clock t",
     "mechanism": "log-growth rates of β_j for GD and ℓ2-SAM (L = 2) against τ, with ‖∇m‖ and ‖∇L‖, "
     "the fastest-growing index and j† (claim C5)",
     "max_margin": "cosine of β(τ) with the ℓ1 and ℓ2 max-margin directions at L = 2 and 1, GD and "

@@ -31,7 +31,7 @@ import analysis
 import flows
 
 from ._catalog import SUMMARIES
-from ._common import UNDETERMINED, Context, FigureSpec, regime_handles
+from ._common import UNDETERMINED, Context, FigureSpec, regime_handles, sequence_text
 from ._maps import COLLAPSE_TOL, MU, _pcolor_classes, _phase
 from ._style import (
     ALPHA_C_LINE,
@@ -40,7 +40,9 @@ from ._style import (
     METHOD_COLORS,
     METHOD_LABELS,
     REFERENCE,
+    SWITCH,
     VARIANT,
+    j_color,
     new_figure,
     panel_labels,
     plain_log_ticks,
@@ -388,3 +390,170 @@ FLATNESS = FigureSpec(
     compute_flatness,
     draw_flatness,
 )
+
+
+# --- LE-SAM in time (the single example, beside ℓ2-SAM) -----------------------------------
+
+ALPHA_TIME = 0.11  # between ℓ2-SAM(ρ_max)'s α_c (0.104) and the start on coordinate 3
+TAU_TIME = 7.0  # past every run's last switch
+#: The runs in time: ℓ2-SAM(ρ_max) and LE-SAM at the default σ (the cap binds from the start:
+#: the same flow), at two smaller σ (the loss-equated branch acts at the start) and annealed.
+TIME_METHODS = {
+    "ℓ2-SAM": flows.L2SAM(RHO_MAX),
+    "LE-SAM": flows.LESAM(SIGMA, RHO_MAX),
+    "LE-SAM 0.1": flows.LESAM(0.1, RHO_MAX),
+    "LE-SAM 0.05": flows.LESAM(0.05, RHO_MAX),
+    "LE-SAM cos": flows.LESAM(cosine_budget, RHO_MAX),
+}
+TIME_STYLES = {  # a method's colour; its variants (another σ, σ annealed) open markers
+    "ℓ2-SAM": dict(color=METHOD_COLORS["ℓ2-SAM"]),
+    "LE-SAM": dict(color=METHOD_COLORS["LE-SAM"]),
+    "LE-SAM 0.1": dict(color=METHOD_COLORS["LE-SAM"], **VARIANT, marker="o"),
+    "LE-SAM 0.05": dict(color=METHOD_COLORS["LE-SAM"], **VARIANT, marker="^"),
+    "LE-SAM cos": dict(color=METHOD_COLORS["LE-SAM"], **VARIANT, marker="s"),
+}
+TIME_LABELS = {
+    "ℓ2-SAM": rf"$\ell_2$-SAM, $\rho=\rho_{{\max}}={RHO_MAX:g}$",
+    "LE-SAM": rf"LE-SAM, $\sigma={SIGMA:g}$ (default)",
+    "LE-SAM 0.1": r"LE-SAM, $\sigma=0.1$",
+    "LE-SAM 0.05": r"LE-SAM, $\sigma=0.05$",
+    "LE-SAM cos": rf"LE-SAM, $\sigma(t)$ cosine to 0 at $t={T_ANNEAL:g}$",
+}
+#: Where a run's real clock ends (flows reports t = inf past dt/dτ = e^30): the last saved τ with
+#: a finite t, on its strip.
+CLOCK_END = dict(marker="|", ms=9, mew=1.4, color="k", ls="none", zorder=4)
+#: The strips' row names (the legend gives each run in full).
+TIME_ROWS = {
+    "ℓ2-SAM": r"$\ell_2$-SAM",
+    "LE-SAM": r"$\sigma=0.35$",
+    "LE-SAM 0.1": r"$\sigma=0.1$",
+    "LE-SAM 0.05": r"$\sigma=0.05$",
+    "LE-SAM cos": r"$\sigma(t)$",
+}
+
+
+def _time_run(method, taus):
+    r"""The rescaled single-example run from α = ALPHA_TIME saved at ``taus``, with the real time
+    carried (``real_time=True``), cut to the saved points where the real time is finite.
+
+    The clock is :math:`t=\int d\tau/|\ell'(\hat m)|`; flows reports it as inf once
+    :math:`dt/d\tau>e^{30}` (a margin above about 30), long before the later switches, whose real
+    times (about :math:`e^{m}` for margins m in the hundreds) no float64 holds. So the run is
+    solved twice: to find the last saved τ with a finite t, then up to it, so that every saved
+    point has its real time (:func:`analysis.lesam_radius` needs them).
+    """
+    data = flows.single_example(MU)
+    theta0 = flows.balanced_init(ALPHA_TIME, 2, MU.size)
+
+    def run(ts):  # rtol 1e-11: the clock grows as e^m, and its relative error with it
+        return flows.solve(
+            method, data, theta0, t1=ts[-1], ts=ts, rescaled=True, loss=LOSS, real_time=True,
+            rtol=1e-11,
+        )
+
+    t = np.asarray(run(taus).t_real)
+    finite = taus[: int(np.argmin(np.isfinite(t)))]  # t is finite up to the clock's cap
+    return run(finite), data
+
+
+def compute_time(ctx: Context) -> dict:
+    """j†(τ) of each run (:func:`analysis.regime_path`), and along the saved τ where the real
+    time is finite, t, ρ_t (:func:`analysis.lesam_radius`), σ(t) and ‖∇L‖."""
+    ctx.log("LE-SAM and ℓ2-SAM in time (analysis.regime_path, analysis.lesam_radius)")
+    taus = np.unique(np.concatenate([
+        [0.0], np.geomspace(1e-4, TAU_TIME, ctx.pick(1200, 300)),
+        np.linspace(0.0, TAU_TIME, ctx.pick(701, 141)),
+    ]))  # fmt: skip
+    out = dict(
+        alpha=np.array(ALPHA_TIME), rho_max=np.array(RHO_MAX), t_anneal=np.array(T_ANNEAL),
+        tau_max=np.array(TAU_TIME),
+    )  # fmt: skip
+    for name, method in TIME_METHODS.items():
+        path = analysis.regime_path(method, MU, ALPHA_TIME, 2, loss=LOSS)
+        out[f"regime/{name}"] = np.array(path.regime)
+        out[f"sequence/{name}"] = np.array(path.sequence)
+        out[f"switch_tau/{name}"] = np.asarray(path.times)
+        traj, data = _time_run(method, taus)
+        reached = np.isfinite(np.asarray(traj.loss))
+        out[f"tau/{name}"] = np.asarray(traj.ts)[reached]
+        out[f"t/{name}"] = np.asarray(traj.t_real)[reached]
+        out[f"grad_norm/{name}"] = analysis.sharpness(traj, data, loss=LOSS).grad_norm[reached]
+        if isinstance(method, flows.LESAM):
+            r = analysis.lesam_radius(traj, data, method, loss=LOSS)
+            out[f"rho/{name}"] = r.rho[reached]
+            out[f"budget/{name}"] = r.budget[reached]
+            sigma = method.sigma
+            out[f"sigma/{name}"] = (
+                np.asarray(sigma(jnp.asarray(out[f"t/{name}"])))
+                if callable(sigma)
+                else np.full(reached.sum(), float(sigma))
+            )
+    return out
+
+
+def _switch_strips(ax, data) -> None:
+    """One row per run: j† over τ as j-coloured bars, from its switches (analysis.regime_path),
+    the switch times dotted."""
+    d, tau_max = MU.size, float(data["tau_max"])
+    for y, name in enumerate(TIME_METHODS):
+        seq, times = data[f"sequence/{name}"], data[f"switch_tau/{name}"]
+        edges = np.concatenate([[0.0], times, [tau_max]])
+        for j, a, b in zip(seq, edges[:-1], edges[1:], strict=True):
+            ax.broken_barh([(a, b - a)], (y - 0.38, 0.76), color=j_color(int(j), d), lw=0)
+        for t in times:
+            ax.plot([t, t], [y - 0.5, y + 0.5], **SWITCH, zorder=3)
+        ax.plot(data[f"tau/{name}"][-1], y, **CLOCK_END)
+        ax.text(tau_max * 1.005, y, sequence_text(seq), va="center", ha="left")
+    ax.set(ylim=(len(TIME_METHODS) - 0.5, -0.5), xlim=(0.0, tau_max),
+           xlabel=r"rescaled time $\tau$")  # fmt: skip
+    ax.set_yticks(range(len(TIME_METHODS)), labels=[TIME_ROWS[n] for n in TIME_METHODS])
+    for label, name in zip(ax.get_yticklabels(), TIME_METHODS, strict=True):
+        label.set_color(TIME_STYLES[name]["color"])
+    ax.tick_params(axis="y", length=0)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
+def _draw_in_time(ax, bx, data) -> None:
+    """(b) ρ_t (ℓ2-SAM's: ρ_max) and (c) σ(t) of the runs on the real clock t, up to the
+    clock's cap."""
+    lo = np.inf
+    for name in TIME_METHODS:
+        t = data[f"t/{name}"]
+        on = t > 0
+        lo = min(lo, t[on][0])
+        if f"rho/{name}" not in data:  # ℓ2-SAM: ρ = ρ_max throughout, and no σ
+            ax.plot(t[on], np.full(on.sum(), float(data["rho_max"])), **TIME_STYLES[name],
+                    lw=3.0, zorder=1)  # wide: the LE-SAM lines on the cap lie on it
+            continue
+        ax.plot(t[on], data[f"rho/{name}"][on], **TIME_STYLES[name])
+        bx.plot(t[on], data[f"sigma/{name}"][on], **TIME_STYLES[name])
+    ax.set(xscale="log", xlabel=r"real time $t$", ylabel=r"LE-SAM radius $\rho_t$",
+           ylim=(0, 0.36))  # fmt: skip
+    bx.set(xscale="log", xlabel=r"real time $t$", ylabel=r"loss budget $\sigma(t)$",
+           ylim=(0, 0.38))  # fmt: skip
+    hi = max(float(data[f"t/{n}"][-1]) for n in TIME_METHODS)
+    for axis in (ax, bx):
+        axis.set_xlim(lo, hi)
+
+
+def draw_time(data: dict):
+    fig = new_figure(FULL_WIDTH, 3.9)
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.0, 1.25])
+    strips = fig.add_subplot(grid[0, :])
+    ax, bx = fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[1, 1])
+    _switch_strips(strips, data)
+    _draw_in_time(ax, bx, data)
+    handles = [Line2D([], [], **TIME_STYLES[n], label=TIME_LABELS[n]) for n in TIME_METHODS]
+    handles.append(Line2D([], [], **SWITCH, label=r"switch of $j^\dagger$"))
+    handles.append(Line2D([], [], **CLOCK_END, label=r"last $\tau$ with $t$ finite"))
+    d = MU.size
+    shown = np.unique(np.concatenate([data[f"sequence/{n}"] for n in TIME_METHODS]))
+    handles += [Line2D([], [], ls="none", marker="s", ms=5, color=j_color(int(j), d),
+                       label=rf"$j^\dagger={int(j) + 1}$") for j in shown]  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower center", ncols=3)
+    panel_labels([strips, ax, bx])
+    return fig
+
+
+TIME = FigureSpec("lesam_time", SUMMARIES["lesam_time"], compute_time, draw_time)

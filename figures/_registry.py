@@ -20,7 +20,7 @@ from ._common import (
     load_data,
     save_data,
 )
-from ._lesam import FLATNESS, LESAM
+from ._lesam import FLATNESS, LESAM, TIME
 from ._maps import DEPTH
 from ._maps import FIGURES as _MAPS
 from ._mechanism import MAX_MARGIN, MECHANISM
@@ -39,6 +39,7 @@ _SPECS = {
         DEPTH,
         LESAM,
         FLATNESS,
+        TIME,
         MECHANISM,
         MAX_MARGIN,
         SPARSITY_FIGURE,
