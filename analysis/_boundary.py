@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import flows
@@ -78,7 +77,7 @@ def _stack(methods):
             "`family` must return methods of one type and one static configuration "
             "(only numeric parameters may vary with p)."
         )
-    stacked = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *arrays)
+    stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *arrays)
     return eqx.combine(stacked, statics[0])
 
 
@@ -97,15 +96,15 @@ def _classify(methods, data, depth, alphas, *, kind, options):
     rest go to the driver (:func:`analysis._drive.classify`), which is not even called when
     none is left.
     """
-    theta0 = jnp.stack([flows.balanced_init(a, depth, data.d) for a in alphas])
+    theta0 = np.stack([np.asarray(flows.balanced_init(a, depth, data.d)) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
     batched = _stack(methods)
     codes = np.array(_start(batched, data, theta0, options.loss, need))
     open_ = np.flatnonzero(codes < 0)
     if open_.size:
         arrays, static = eqx.partition(batched, eqx.is_array)
-        rest = eqx.combine(jax.tree.map(lambda x: x[open_], arrays), static)
-        out = classify(rest, data, np.asarray(theta0)[open_], options=options, need=need)
+        rest = eqx.combine(jax.tree.map(lambda x: np.asarray(x)[open_], arrays), static)
+        out = classify(rest, data, theta0[open_], options=options, need=need)
         codes[open_] = out["code"]
         for k in np.flatnonzero(out["code"] == UNDETERMINED)[:1]:
             return codes, undetermined_reason(int(out["status"][k]), int(out["passes"][k]),

@@ -13,7 +13,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
 import flows
 from flows.internal import SAMPLES_PER_STEP, as_array, tie_margin
@@ -312,6 +311,8 @@ def _locate(logb, t_lo, a, t_hi, b, t_end, depth, found):
     if h(t_hi) <= 0:  # cannot happen for a genuine a -> b change; be safe
         found.append((t_hi, a, b))
         return
+    import scipy.optimize  # here: its import costs a fresh process about a second
+
     root = scipy.optimize.brentq(h, lo, t_hi, xtol=1e-13 * t_end, rtol=4 * np.finfo(float).eps)
     values = logb(root)
     others = np.delete(values, [a, b])

@@ -85,6 +85,17 @@ def _leads(methods, data, theta0):
     return eqx.filter_vmap(lambda m, th: invariant_leader(m, th, data.X[0]))(methods, theta0)
 
 
+#: The arc-length clock's floor at L >= 3, relative to the field's rate unit 1/time_scale: far
+#: below the field at the degenerate saddle, where a run near α_c lingers for τ ~ 1e29 with the
+#: field ~1e-30 of its rate; finite, so that dτ/ds is at an equilibrium (where a pass then ends
+#: at its budget after τ ~ 1e30 time units). At L <= 2 every saddle is hyperbolic (a run
+#: lingers for τ ~ log(1/ε) time units only) and the floor is the rate unit itself, which keeps
+#: the turn at the saddle on the τ clock.
+_ARC_FLOOR = 1e-30
+_start_atols = jax.jit(jax.vmap(lambda th: start_atol(None, th)))
+_finish = jax.jit(finish, static_argnames="track")
+
+
 def _parameters(method, params, n):
     """Every numeric rule parameter of ``method`` (a template, or a method stacked with
     parameters of shape (n,)) as an array of shape (n,), ``params`` overriding."""
@@ -99,11 +110,12 @@ def _batched(method, values, n):
     """The method with each parameter of ``values`` as an array of shape (n,) and every other
     array field broadcast to a leading axis n (mapped by ``eqx.filter_vmap``)."""
     for name, v in values.items():
-        method = eqx.tree_at(lambda m, name=name: getattr(m, name), method, jnp.asarray(v))
+        method = eqx.tree_at(lambda m, name=name: getattr(m, name), method, np.asarray(v))
     arrays, static = eqx.partition(method, eqx.is_array)
 
-    def wide(x):
-        return x if jnp.ndim(x) and x.shape[0] == n else jnp.broadcast_to(x, (n, *x.shape))
+    def wide(x):  # on the host: no XLA program per shape
+        x = np.asarray(x)
+        return x if x.ndim and x.shape[0] == n else np.broadcast_to(x, (n, *x.shape))
 
     return eqx.combine(jax.tree.map(wide, arrays), static)
 
@@ -133,9 +145,9 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     loss, slots = options.loss, options.max_switches
     track = need in ("path", "direct")
     solver = options.solver(depth)
-    mu = np.asarray(data.X[0])
+    mu = np.asarray(data.X)[0]
     target = int(np.argmax(mu))
-    th0 = jnp.asarray(theta0)
+    th0 = theta0
     first = np.array(_begin(methods, data, th0, need, loss)[1])
     lead = np.array(_leads(methods, data, th0))
     # The default absolute tolerance is far below every weight (start_atol): the error control
@@ -143,19 +155,20 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     # in which exponential growth and decay are linear and that control is the plain one.
     logs = options.atol is None
     if options.atol is None:  # relative to the run's first start, kept for every pass
-        atols = np.array(jax.vmap(lambda th: start_atol(None, th))(th0), np.float64)
+        atols = np.array(_start_atols(th0), np.float64)
     elif isinstance(options.atol, str):  # "auto": relative to each pass's start
         atols = None
     else:
         atols = np.full(n, float(options.atol))
     q0 = mu * np.min(theta0, axis=1) ** max(depth - 2, 0)
     guard = q_order_applies(method, depth)  # exact ℓ∞-SAM never runs here
+    floor = _ARC_FLOOR if depth >= 3 else 1.0
     theta = theta0.copy()
     other = first != target
     # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
     code, leader, lost = (np.array(x) for x in _conclude(
-        methods, data, th0, th0, jnp.zeros(n, int), jnp.zeros(n, bool), jnp.asarray(other),
-        jnp.asarray(first), need))  # fmt: skip
+        methods, data, th0, th0, np.zeros(n, np.int64), np.zeros(n, bool), other, first,
+        need))  # fmt: skip
     code[real:] = 0  # the padding rows: decided, never integrated
     t_end = np.zeros(n)
     passes = np.zeros(n, np.int64)
@@ -172,8 +185,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         if idx.size == 0:
             break
         budget, collapse, escape, rate = (np.asarray(x) for x in _thresholds(
-            methods, data, th0, jnp.asarray(theta), jnp.asarray(spent), jnp.asarray(level),
-            options))  # fmt: skip
+            methods, data, th0, theta, spent, level, options))  # fmt: skip
         budget = budget if t1 is None else np.full(n, float(t1))
         # u = log θ where no weight is negative (one at 0, e.g. underflowed in a deep decay, is
         # u = -inf and stays there); else θ, with the same relative tolerance
@@ -181,8 +193,10 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         for part, in_logs in ((idx[positive], logs), (idx[~positive], False)):
             if not part.size:
                 continue
-            # on the arc-length clock (floor: the field's rate unit) dτ/ds <= 1/rate, so that an
-            # arc-length budget of t1·rate ends the pass by τ = t1 at the latest
+            # on the arc-length clock of u: the pass's budget is t1·rate of arc length (the state's
+            # change, which its steps follow), not of τ: a run that lingers where the field is
+            # ~1e-30 of its rate (L >= 3 near α_c) crosses that stretch in a few steps of one
+            # pass, with τ carried in the state (dτ/ds = 1/(|du/dτ| + floor·rate))
             tracking = None
             if track:
                 tracking = dict(lead=last[part].copy(), lost=lost[part].copy(), q0=q0[part],
@@ -193,7 +207,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
                 t1=budget[part] * rate[part] if in_logs else budget[part], rescaled=True,
                 loss=loss, options=solver, atols=None if atols is None else atols[part],
                 collapse=collapse[part], escape=escape[part], workers=workers,
-                tracking=tracking, logs=in_logs, r0=rate[part] if in_logs else None,
+                tracking=tracking, logs=in_logs, r0=rate[part] * floor if in_logs else None,
             )  # fmt: skip
             theta[part] = out["y_end"][:, : depth * d].reshape(-1, depth, d)
             status[part] = out["status"]
@@ -208,12 +222,10 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         level[idx] += status[idx] == flows.Status.ESCAPED
         spent[idx] += status[idx] == flows.Status.OK
         c, lead_now, lost_now = (np.array(x) for x in _conclude(
-            methods, data, th0, jnp.asarray(theta), jnp.asarray(status), jnp.asarray(lost),
-            jnp.asarray(other), jnp.asarray(first), need))  # fmt: skip
+            methods, data, th0, theta, status, lost, other, first, need))  # fmt: skip
         code[idx], leader[idx], lost[idx] = c[idx], lead_now[idx], lost_now[idx]
-    code, last, appended, decided = (np.array(x) for x in finish(
-        jnp.asarray(code), lost=jnp.asarray(lost), last=jnp.asarray(last),
-        lead=jnp.asarray(lead), track=track))  # fmt: skip
+    code, last, appended, decided = (np.array(x) for x in _finish(
+        code, lost=lost, last=last, lead=lead, track=track))  # fmt: skip
     out = dict(
         code=code, first=first, last=last, n_switches=count + appended, times=times,
         after=after, passes=passes, status=status, t_end=t_end,

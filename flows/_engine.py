@@ -333,16 +333,16 @@ def _field(y, out, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S,
 
 
 @_jit
-def _scratch(ns, Ld, d, n):
-    """A lane block (ns, W) and the field's scratch S, V, M (see _field)."""
-    return (np.zeros((ns, W)), np.zeros((3, max(Ld, d), W)), np.zeros((6, W)),
-            np.zeros((n, W)))  # fmt: skip
+def _scratch(ns, Ld, d, n, nw):
+    """A lane block (ns, nw) and the field's scratch S, V, M (see _field)."""
+    return (np.zeros((ns, nw)), np.zeros((3, max(Ld, d), nw)), np.zeros((6, nw)),
+            np.zeros((n, nw)))  # fmt: skip
 
 
 @_jit
-def _broadcast(X, Y, d):
-    """y₁x₁ on every lane (d, W)."""
-    CX = np.empty((d, W))
+def _broadcast(X, Y, d, nw):
+    """y₁x₁ on every lane (d, nw)."""
+    CX = np.empty((d, nw))
     for j in range(d):
         CX[j, :] = Y[0] * X[0, j]
     return CX
@@ -353,8 +353,8 @@ def _fields(ys, params, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
     """The field at each row of ``ys`` (N, ns), W rows at a time (for the tests)."""
     N, ns = ys.shape
     out = np.empty_like(ys)
-    CX = _broadcast(X, Y, d)
-    y, S, V, M = _scratch(ns, L * d, d, X.shape[0])
+    CX = _broadcast(X, Y, d, W)
+    y, S, V, M = _scratch(ns, L * d, d, X.shape[0], W)
     f = np.zeros((ns, W))
     p = np.zeros((5, W))
     for start in range(0, N, W):
@@ -905,9 +905,9 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
                saved, yend, status, t_end, n_steps, n_rejected,
                track, samples, tie_ulps, guard, q0, lead, lost, sw_t, sw_j, sw_n, logs, arc,
                r0s):
-    """Integrate trajectories first..last-1, W at a time, each lane refilled when its
-    trajectory ends: trajectory n to ``t1s[n]``, collapsing at ``collapses[n]`` and escaping at
-    ``escapes[n]`` (0: none).
+    """Integrate trajectories first..last-1, W at a time (fewer in a smaller chunk), each lane
+    refilled when its trajectory ends: trajectory n to ``t1s[n]``, collapsing at
+    ``collapses[n]`` and escaping at ``escapes[n]`` (0: none).
     Writes rows of the output arrays; with ``track``, follows j† (:func:`_track`). With
     ``logs`` the state is u = log θ (every θ > 0; no clock): the inputs and outputs are θ. With
     ``arc`` too, the integration variable is the arc length s of :func:`_log_field` (floor
@@ -917,54 +917,55 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
     Ld = L * d
     T = ts.shape[0]
     A, E = _A[solver], _E[solver]
-    CX = _broadcast(X, Y, d)
-    y, S, V, Mg = _scratch(ns, Ld, d, X.shape[0])
-    yi = np.zeros((ns, W))
-    fs = np.zeros((ns, W))
-    f = np.zeros((ns, W))
-    K = np.zeros((7, ns, W))
-    p = np.zeros((5, W))
-    traj = np.full(W, -1)
-    h = np.zeros(W)
-    tprev = np.zeros(W)
-    tnext = np.zeros(W)
-    atol = np.ones(W)
-    norm0 = np.ones(W)
-    t1w = np.ones(W)
-    floor = np.ones(W)
-    span = np.ones(W)
-    coll = np.zeros(W)
-    esc = np.zeros(W)
+    # the lanes: W, or fewer for a smaller chunk (a lone run does not pay for W - 1 idle lanes)
+    nw = min(W, last - first)
+    CX = _broadcast(X, Y, d, nw)
+    y, S, V, Mg = _scratch(ns, Ld, d, X.shape[0], nw)
+    yi = np.zeros((ns, nw))
+    fs = np.zeros((ns, nw))
+    f = np.zeros((ns, nw))
+    K = np.zeros((7, ns, nw))
+    p = np.zeros((5, nw))
+    traj = np.full(nw, -1)
+    h = np.zeros(nw)
+    tprev = np.zeros(nw)
+    tnext = np.zeros(nw)
+    atol = np.ones(nw)
+    norm0 = np.ones(nw)
+    t1w = np.ones(nw)
+    floor = np.ones(nw)
+    span = np.ones(nw)
+    coll = np.zeros(nw)
+    esc = np.zeros(nw)
     mu = X[0] * Y[0]
     qs = np.zeros(d)
-    prev_factor = np.ones(W)
-    old = np.zeros(W)
-    run = np.zeros(W, np.int64)
-    stalls = np.zeros(W, np.int64)
-    steps = np.zeros(W, np.int64)
-    rejected = np.zeros(W, np.int64)
-    k_save = np.zeros(W, np.int64)
-    nan_y1 = np.zeros(W)
-    bad = np.zeros(W)
-    err = np.zeros(W)
+    prev_factor = np.ones(nw)
+    old = np.zeros(nw)
+    run = np.zeros(nw, np.int64)
+    stalls = np.zeros(nw, np.int64)
+    steps = np.zeros(nw, np.int64)
+    rejected = np.zeros(nw, np.int64)
+    k_save = np.zeros(nw, np.int64)
+    nan_y1 = np.zeros(nw)
+    bad = np.zeros(nw)
+    err = np.zeros(nw)
     tmp = np.zeros(ns)
     tmp2d = np.zeros(ns)
-    th = np.ones((ns, W))
-    thb = np.ones((ns, W))
-    r0 = np.ones(W)
-    acc = np.ones(W)
-    sc = np.ones(W)
-    pq = np.zeros((5, W))
+    th = np.ones((ns, nw))
+    thb = np.ones((ns, nw))
+    r0 = np.ones(nw)
+    acc = np.ones(nw)
+    sc = np.ones(nw)
+    pq = np.zeros((5, nw))
     tau = Ld if arc else -1  # the slot of τ in the state
-    blk = np.ones((ns, W))
-    sizes = np.ones((d, W))
-    flag = np.ones(W)
-    top = np.ones(W)
+    blk = np.ones((ns, nw))
+    sizes = np.ones((d, nw))
+    flag = np.ones(nw)
+    top = np.ones(nw)
     prefilter = track and solver == 0
     values = np.zeros(4)
-    hb = np.zeros((ns, W))
-    going = np.zeros(W)
-    nw = y.shape[1]  # run-time lane count: LLVM vectorises the lane loops
+    hb = np.zeros((ns, nw))
+    going = np.zeros(nw)
     M = ns * nw
     yf, yif, ff, fsf = y.reshape(M), yi.reshape(M), f.reshape(M), fs.reshape(M)
     hbf = hb.reshape(M)
@@ -974,7 +975,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
     active = 0
     while True:
         # fill the idle lanes with the next trajectories
-        for w in range(W):
+        for w in range(nw):
             if traj[w] >= 0 or nxt >= last:
                 continue
             n = nxt
@@ -1045,7 +1046,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
             continue
         # one step on every lane: K_s = h f(y + Σ_r a_sr K_r), in flat loops over the
         # (ns, W) blocks (long loops that LLVM vectorises)
-        for w in range(W):
+        for w in range(nw):
             h[w] = tnext[w] - tprev[w] if traj[w] >= 0 else 0.0
         for i in range(ns):
             hb[i] = h
@@ -1059,7 +1060,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
             for k in range(M):
                 Ks[k] = hbf[k] * fsf[k]
         # y1 = yi (the last stage's point); the error estimate's scaled RMS norm
-        for w in range(W):
+        for w in range(nw):
             nan_y1[w] = 0.0
             bad[w] = 0.0
             err[w] = 0.0
@@ -1094,7 +1095,7 @@ def _run_chunk(first, last, y0s, params, atols, ts, t1s, solver, kind, per_layer
         if prefilter:
             _may_switch(y, K, flag, traj, lead, samples, L, d, logs, blk, sizes, top)
         # per lane: the controller, saving, the event, the end of the trajectory
-        for w in range(W):
+        for w in range(nw):
             n = traj[w]
             if n < 0:
                 continue

@@ -158,7 +158,7 @@ def single_example(mu) -> Dataset:
     if mu.ndim != 1 or mu.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {mu.shape}.")
     check_finite("mu", mu)
-    return Dataset(mu[None, :], jnp.ones(1))
+    return Dataset(np.asarray(mu)[None, :], np.ones(1))
 
 
 def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
@@ -195,7 +195,9 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
             raise ValueError(f"`alpha` must be finite and > 0 elementwise; got {alpha!r}.")
     else:
         raise ValueError(f"`alpha` must be a scalar or shape (d,); got shape {alpha.shape}.")
-    return jnp.broadcast_to(alpha, (depth, d))
+    if is_traced(alpha):
+        return jnp.broadcast_to(alpha, (depth, d))
+    return jax.device_put(np.tile(np.asarray(alpha), (depth, 1) if alpha.ndim else (depth, d)))
 
 
 def product_init(*layers, d: int | None = None) -> jax.Array:

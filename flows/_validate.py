@@ -53,7 +53,7 @@ def as_array(name: str, x, what: str = "a real number or an array of real number
         arr = arr.astype(np.float64)  # an object array of numbers (None would become NaN)
     if arr.dtype.kind not in "iuf":  # not bool: True is a flag, never the number 1
         raise WrongTypeError(f"`{name}` must be {what}; got {x!r} (dtype {arr.dtype}).")
-    return as_float64(arr)
+    return as_float64(arr.astype(np.float64, copy=False))  # on the host: no XLA program
 
 
 def real_number(x) -> float | None:
