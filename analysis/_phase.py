@@ -15,7 +15,7 @@ from flows.internal import as_array, digest, source_digest
 from ._drive import drive, uses_engine
 from ._inputs import check_depth, check_method, check_mu, check_parameters
 from ._options import split_options
-from ._regime import ATOL_REL, REGIMES
+from ._regime import REGIMES, RUN_ATOL_REL
 from ._run import run
 
 #: The quantities :func:`phase_diagram` can sweep (its axes, in its order of dimensions).
@@ -226,7 +226,7 @@ def phase_diagram(
         collapse_tol=opts.collapse_tol,
         escape_tol="default" if opts.escape_tol is None else opts.escape_tol,
         rtol=opts.rtol,
-        atol=f"relative {ATOL_REL:g} max|θ₀|" if opts.atol is None else opts.atol,
+        atol=f"relative {RUN_ATOL_REL:g} max|θ₀|" if opts.atol is None else opts.atol,
         max_steps=opts.max_steps,
         max_passes=opts.max_passes,
         n_grid=opts.n_grid,
