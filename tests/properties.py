@@ -1,4 +1,9 @@
-"""Property-based tests (hypothesis) of the public API under hostile input (issue 15).
+"""The property-based tests (hypothesis) of the public API under hostile input: their shared
+strategies, outcome rule and fixtures. The properties themselves are in the test file of the
+module each tests (``tests/test_methods.py``, ``tests/test_problem.py``,
+``tests/test_dynamics_properties.py``, ``tests/test_iterate_properties.py``,
+``tests/test_many.py``, ``tests/test_solve_properties.py``,
+``tests/test_analysis_properties.py``, ``tests/test_public_properties.py``).
 
 Every call gets generated arguments: shapes, magnitudes from 1e-150 to 1e150, NaN and
 inf, and values of the wrong type. Each call must either raise a ``ValueError`` or
@@ -13,10 +18,10 @@ of the fields and of the max-margin problem across magnitudes.
 CI-sized: at most ``MAX_EXAMPLES`` examples per property, derandomized (the same
 examples on every run), no example database, no deadline (first calls compile).
 Every public callable of ``flows`` and ``analysis`` is covered: by a property of its own, or
-by a row of ``PUBLIC`` (``test_every_public_callable``: one argument at a time replaced by a
-hostile value; a call whose valid path integrates or sweeps must stop at the patched-out
-integrator, so no example solves anything); ``test_every_public_callable_is_covered`` fails
-for a new public name without either.
+by a row of ``PUBLIC`` in ``tests/test_public_properties.py`` (``test_every_public_callable``:
+one argument at a time replaced by a hostile value; a call whose valid path integrates or
+sweeps must stop at the patched-out integrator, so no example solves anything);
+``test_every_public_callable_is_covered`` fails for a new public name without either.
 
 Solver-level scale twins of ``flows.solve`` (status, scaled end time, θ_end/λ from 1e-150
 to 1e150, both backends) are in ``tests/test_solver_hostile.py``; those of
