@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import analysis
 import flows
 from flows._options import error_norm
 
@@ -104,3 +105,26 @@ def test_the_error_norm_counts_the_clocks_excess_entry_as_zero():
     clock = jnp.array([0.0, 1e30])  # (t, o): o far above any tolerance
     np.testing.assert_allclose(float(error_norm((theta, clock))), np.sqrt(25.0 / 4), rtol=1e-15)
     np.testing.assert_allclose(float(error_norm(theta)), np.sqrt(25.0 / 2), rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("cls", "field", "good", "bad"),
+    [
+        (flows.SolverOptions, "max_steps", 10, 0),
+        (flows.SweepOptions, "chunk_size", 64, 0),
+        (analysis.RunOptions, "max_passes", 3, 0),
+    ],
+)
+def test_every_options_object_has_one_idiom(cls, field, good, bad):
+    """Checked at construction, ``replace`` returns a copy checked again, an unknown name is
+    refused by name (docs/numerics.md)."""
+    with pytest.raises(ValueError, match=f"`{field}`"):
+        cls(**{field: bad})
+    options = cls()
+    changed = options.replace(**{field: good})
+    assert type(changed) is cls and getattr(changed, field) == good
+    assert getattr(options, field) != good  # a copy
+    with pytest.raises(ValueError, match=f"`{field}`"):
+        options.replace(**{field: bad})
+    with pytest.raises(ValueError, match="'no_such_option'"):
+        options.replace(no_such_option=1)
