@@ -44,7 +44,7 @@ _EXPORTS = {
     "METHOD_PARAMETERS": "_inputs",
     "Plateau": "_plateau",
     "loss_plateau": "_plateau",
-    "Problem": "_inputs",
+    "Problem": "_problem",
     "RunOptions": "_options",
     "REGIMES": "_regime",
     "RegimePath": "_path",

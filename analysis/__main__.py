@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._cli import ArgumentParser, run_command
+from samflows_cli import ArgumentParser, run_command
 
 
 def _unwritable(path: Path) -> str | None:

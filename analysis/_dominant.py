@@ -17,7 +17,8 @@ import numpy as np
 import flows
 from flows.internal import SAMPLES_PER_STEP, as_array, tie_margin
 
-from ._inputs import Problem, check_count, check_trajectory
+from ._inputs import check_count, check_trajectory
+from ._problem import Problem
 
 
 def _tied_argmax(values, tie_rtol):

@@ -15,9 +15,9 @@ import numpy as np
 import flows
 
 from ._drive import drive, uses_engine
-from ._inputs import check_depth, check_method, check_mu
+from ._inputs import check_axis, check_depth, check_method, check_mu
 from ._options import split_options
-from ._phase import _analysis_version, _axis, describe
+from ._provenance import analysis_version, describe
 from ._regime import UNDETERMINED
 from ._run import run
 
@@ -88,7 +88,7 @@ def limit_map(
             f"`alphas` must be a list or tuple of d = {mu.shape[0]} 1-D arrays (one axis per "
             f"coordinate); got {alphas!r:.80}."
         )
-    axes = tuple(np.atleast_1d(_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
+    axes = tuple(np.atleast_1d(check_axis(f"alphas[{j}]", a)) for j, a in enumerate(alphas))
     if options.atol is None and isinstance(method, flows.LinfSAM) and method.delta is None:
         options = options.replace(atol="auto")  # exact ℓ∞-SAM (above)
     data = flows.single_example(mu)
@@ -122,7 +122,7 @@ def limit_map(
             method=describe(method),
             mu=mu.tolist(),
             **options.record(),
-            analysis=_analysis_version(),
+            analysis=analysis_version(),
         ),  # fmt: skip
         progress=progress,
         batched=engine,

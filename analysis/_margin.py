@@ -16,9 +16,9 @@ import numpy as np
 import scipy.optimize
 
 import flows
-from flows.internal import as_array
+from flows.internal import as_array, check_data
 
-from ._inputs import check_data, check_kind, check_trajectory
+from ._inputs import check_kind, check_trajectory
 
 
 def _check_data(data) -> np.ndarray:

@@ -1,21 +1,17 @@
 r"""Phase diagrams as labelled data: the per-run layer swept over a grid (``xarray.Dataset``)."""
 
-import dataclasses
 from importlib import metadata
-from pathlib import Path
 
 import equinox as eqx
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows.internal import as_array, digest, source_digest
 
 from ._drive import drive, uses_engine
-from ._inputs import check_depth, check_method, check_mu, check_parameters
+from ._inputs import check_axis, check_depth, check_method, check_mu, check_parameters
 from ._options import split_options
-from ._regime import ATOL_REL, REGIMES
+from ._provenance import analysis_version, describe
+from ._regime import REGIMES, RUN_ATOL_REL
 from ._run import run
 
 #: The quantities :func:`phase_diagram` can sweep (its axes, in its order of dimensions).
@@ -26,17 +22,6 @@ OUTPUTS = ("code", "first", "last", "n_switches", "times", "passes", "status", "
 VERSIONED = ("samflows", "jax", "jaxlib", "diffrax", "equinox", "numpy", "scipy", "xarray")
 
 
-def _axis(name, value):
-    arr = np.asarray(as_array(name, value, "a number > 0 or a 1-D array of numbers > 0"))
-    if arr.ndim > 1 or arr.size == 0:
-        raise ValueError(
-            f"`{name}` must be a number or a non-empty 1-D array; got shape {arr.shape}."
-        )
-    if not np.all(np.isfinite(arr)) or not np.all(arr > 0):
-        raise ValueError(f"`{name}` must be finite and > 0; got {value!r}.")
-    return arr
-
-
 def _whole(x):
     """An integer-valued number as a Python int (a depth read from an array); else ``x``."""
     if isinstance(x, np.integer):
@@ -44,40 +29,6 @@ def _whole(x):
     if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer():
         return int(x)
     return x
-
-
-def describe(method, swept=()) -> str:
-    """A readable, reproducible description of a method: its type and field values, the
-    fields named in ``swept`` (the axes of a diagram) written as ``swept``."""
-    parts = []
-    for name in (f.name for f in dataclasses.fields(method)):  # not the class variables
-        value = getattr(method, name)
-        if name in swept:
-            value = "swept"
-        elif callable(value):
-            value = _describe_schedule(value)
-        elif hasattr(value, "shape"):
-            value = float(value)
-        parts.append(f"{name}={value}")
-    return f"{type(method).__name__}({', '.join(parts)})"
-
-
-#: The times at which a schedule's values are fingerprinted (:func:`_describe_schedule`).
-_SCHEDULE_PROBES = np.r_[0.0, np.geomspace(1e-3, 1e12, 61)]
-
-
-def _describe_schedule(schedule) -> str:
-    """A schedule σ(t) by its name and a digest of its values at :data:`_SCHEDULE_PROBES`, so
-    that two different schedules (two lambdas) never share a diagram's cache key."""
-    values = np.asarray(jax.vmap(schedule)(jnp.asarray(_SCHEDULE_PROBES)), dtype=np.float64)
-    name = getattr(schedule, "__name__", type(schedule).__name__)
-    return f"<schedule {name} {digest(values)[:12]}>"
-
-
-def _analysis_version() -> str:
-    """SHA-256 of the analysis's sources (:func:`flows.internal.source_digest`): an edit to any
-    of them changes a diagram's cache key."""
-    return source_digest(Path(__file__).resolve().parent)
 
 
 def phase_diagram(
@@ -156,7 +107,7 @@ def phase_diagram(
             "budget, e.g. flows.LESAM(0.35, rho_max); with a schedule leave `sigma` None "
             "and sweep alpha, rho_max or depth."
         )
-    values = {k: _axis(k, v) for k, v in given.items() if v is not None}
+    values = {k: check_axis(k, v) for k, v in given.items() if v is not None}
     try:
         depths = np.atleast_1d(np.asarray(depth))
     except ValueError:  # ragged
@@ -192,7 +143,7 @@ def phase_diagram(
         mu=mu.tolist(),
         fixed=fixed,
         **opts.record(),
-        analysis=_analysis_version(),
+        analysis=analysis_version(),
     )
     params = {k: values[k] for k in axes}
     if not params:
@@ -226,7 +177,7 @@ def phase_diagram(
         collapse_tol=opts.collapse_tol,
         escape_tol="default" if opts.escape_tol is None else opts.escape_tol,
         rtol=opts.rtol,
-        atol=f"relative {ATOL_REL:g} max|θ₀|" if opts.atol is None else opts.atol,
+        atol=f"relative {RUN_ATOL_REL:g} max|θ₀|" if opts.atol is None else opts.atol,
         max_steps=opts.max_steps,
         max_passes=opts.max_passes,
         n_grid=opts.n_grid,

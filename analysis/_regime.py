@@ -29,17 +29,18 @@ T_GROWTH = 10.0
 #: or s^(2-L) at small s) would otherwise make the budget infinite.
 T_MAX = 1e300
 
-#: The default absolute tolerance of every solve of a run, relative to the run's FIRST start:
-#: :math:`\mathrm{atol}=` ``ATOL_REL`` :math:`\cdot\max|\theta_0|` (:func:`start_atol`),
-#: at least float64's smallest normal number.
-ATOL_REL = 1e-150
+#: The rule of the analysis's default absolute tolerance, for every solve of a run: this times
+#: :math:`\max|\theta_0|` of the run's FIRST start (:func:`start_atol`), at least float64's
+#: smallest normal number. A single solve's ``atol="auto"`` has its own rule,
+#: ``flows._options.AUTO_ATOL_REL``; docs/numerics.md explains both.
+RUN_ATOL_REL = 1e-150
 
 
 def start_atol(atol, theta0):
     r"""The absolute tolerance of every solve of one run from ``theta0`` (its first start).
 
     ``atol=None`` (the default of the analysis layer): :math:`10^{-150}\max|\theta_0|`
-    (``ATOL_REL``), at least the smallest normal float64 :math:`2.2\cdot10^{-308}`. It is
+    (``RUN_ATOL_REL``), at least the smallest normal float64 :math:`2.2\cdot10^{-308}`. It is
     relative so that the scale twins :math:`(\alpha,\rho)\mapsto(\lambda\alpha,\lambda\rho)`
     of the rescaled flow are solved alike at every magnitude, and this small so that the error
     control stays relative (``rtol``) for every weight of the run: the minor weights decay
@@ -57,7 +58,7 @@ def start_atol(atol, theta0):
     if atol is not None:
         return atol
     scale = jnp.max(jnp.abs(jnp.asarray(theta0, dtype=jnp.float64)))
-    return jnp.maximum(ATOL_REL * scale, np.finfo(np.float64).tiny)
+    return jnp.maximum(RUN_ATOL_REL * scale, np.finfo(np.float64).tiny)
 
 
 def budget(theta, mu, bound, restarts):

@@ -28,8 +28,8 @@ from ._certify import (
     trapped,
 )
 from ._dominant import dominant_at, initial_index, log_abs_beta
-from ._inputs import log_growth_rates
 from ._options import RunOptions
+from ._problem import log_growth_rates
 from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, start_atol
 
 BISECTIONS = 60

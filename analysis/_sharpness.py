@@ -35,9 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows.internal import as_array, check_loss, unit_and_norm
+from flows.internal import as_array, check_data, check_loss, unit_and_norm
 
-from ._inputs import check_data, check_positive, check_trajectory
+from ._inputs import check_positive, check_trajectory
 
 
 class Sharpness(NamedTuple):

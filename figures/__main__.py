@@ -2,7 +2,7 @@
 
 import sys
 
-from analysis.internal import run_command
+from samflows_cli import run_command
 
 from ._cli import main
 

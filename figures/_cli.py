@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from analysis.internal import ArgumentParser
+from samflows_cli import ArgumentParser
 
 from ._catalog import SUMMARIES
 

@@ -175,6 +175,16 @@ def parse_values(text, *, integer: bool = False):
     return number(text)
 
 
+def _flag_number(flag: str, text, accepted: str) -> float:
+    """``text`` (a flag's word or a TOML value) as a float, or ``ValueError`` naming ``flag``."""
+    if isinstance(text, bool):
+        raise ValueError(f"{flag}: {text!r} is not {accepted}")
+    try:
+        return float(text)
+    except (ValueError, TypeError):
+        raise ValueError(f"{flag}: {text!r} is not {accepted}") from None
+
+
 def _nonpositive(s: str) -> bool:
     """Whether ``s`` reads as a number <= 0 (so a range of it is not log-spaced)."""
     try:
@@ -260,7 +270,8 @@ def check_settings(s: dict) -> dict:
 
     Returns a dict with ``method`` (name), ``template`` (the :mod:`flows` method),
     ``values`` (name -> a float, or an array for a swept axis, for α, ρ, σ, ρ_max and depth),
-    ``swept`` (the two swept names, vertical first), ``mu``, ``loss``, ``collapse_tol``,
+    ``swept`` (the two swept names, vertical first), ``mu``, ``options`` (the
+    :class:`analysis.RunOptions` with ``--loss`` and ``--collapse-tol``),
     ``out``, ``cache`` and ``width``.
     """
     if s["method"] is None:
@@ -282,11 +293,9 @@ def check_settings(s: dict) -> dict:
         raise ValueError("--alpha is required")
     values = {}
     if s["delta"] is not None:
-        try:
-            values["delta"] = float(s["delta"])
-            assert np.isfinite(values["delta"]) and values["delta"] > 0
-        except (ValueError, TypeError, AssertionError):
-            raise ValueError(f"--delta: {s['delta']!r} is not a number > 0") from None
+        values["delta"] = _flag_number("--delta", s["delta"], "a number > 0")
+        if not (np.isfinite(values["delta"]) and values["delta"] > 0):
+            raise ValueError(f"--delta: {s['delta']!r} is not a number > 0")
     for name in AXES:
         if s[name] is None:
             continue
@@ -301,12 +310,15 @@ def check_settings(s: dict) -> dict:
         mu = check_mu([float(x) for x in mu_text.split(",")])
     except (ValueError, TypeError) as err:
         raise ValueError(f"--mu: malformed {s['mu']!r} ({err}); e.g. --mu 1,2,3,4,5") from None
-    if s["loss"] not in ("logistic", "exponential"):
-        raise ValueError(f"--loss: {s['loss']!r} is not logistic or exponential")
+    # the run options, checked here (by analysis.RunOptions) and passed whole to the sweep
     try:
-        collapse_tol = float(s["collapse_tol"])
-        assert 0 < collapse_tol < 1
-    except (ValueError, TypeError, AssertionError):
+        options = analysis.RunOptions(loss=s["loss"])
+    except ValueError:
+        raise ValueError(f"--loss: {s['loss']!r} is not logistic or exponential") from None
+    collapse_tol = _flag_number("--collapse-tol", s["collapse_tol"], "in (0, 1)")
+    try:
+        options = options.replace(collapse_tol=collapse_tol)
+    except ValueError:
         raise ValueError(f"--collapse-tol: {s['collapse_tol']!r} is not in (0, 1)") from None
     if s["width"] not in WIDTHS:
         raise ValueError(f"--width: {s['width']!r} is not one of {', '.join(WIDTHS)}")
@@ -338,8 +350,7 @@ def check_settings(s: dict) -> dict:
         values=values,
         swept=swept,
         mu=mu,
-        loss=s["loss"],
-        collapse_tol=collapse_tol,
+        options=options,
         out=out,
         cache=cache,
         width=s["width"],
@@ -369,8 +380,7 @@ def compute(cfg: dict, *, progress: bool = True):
         sigma=v.get("sigma"),
         rho_max=v.get("rho_max"),
         depth=[int(x) for x in np.atleast_1d(v["depth"])],
-        loss=cfg["loss"],
-        collapse_tol=cfg["collapse_tol"],
+        options=cfg["options"],
         cache_dir=cfg["cache"],
         progress=progress,
         order=_order,
@@ -382,8 +392,8 @@ def compute(cfg: dict, *, progress: bool = True):
             "method": cfg["method"],
             **{k: np.asarray(x).tolist() for k, x in v.items()},
             "mu": cfg["mu"].tolist(),
-            "loss": cfg["loss"],
-            "collapse_tol": cfg["collapse_tol"],
+            "loss": cfg["options"].loss,
+            "collapse_tol": cfg["options"].collapse_tol,
         }
     )
     return ds

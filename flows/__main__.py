@@ -3,7 +3,7 @@
 import jax.numpy as jnp
 
 import flows
-from analysis.internal import ArgumentParser, run_command  # the command lines' one parser
+from samflows_cli import ArgumentParser, run_command  # the command lines' one parser
 
 
 def main(argv=None) -> int:

@@ -37,8 +37,10 @@ SCIPY_SOLVERS = ("LSODA", "Radau", "BDF", "RK45", "DOP853")
 BACKENDS = ("diffrax", "scipy", "numba")
 # the numba engine's solvers (flows._engine.SOLVERS)
 NUMBA_SOLVERS = ("tsit5", "dopri5")
-# atol="auto" is this times max|θ₀| (this itself where θ₀ = 0).
-AUTO_ATOL = 1e-10
+#: The rule of ``atol="auto"`` for one solve: this times max|θ₀| of that solve's own start
+#: (this itself where θ₀ = 0 or is not finite). The analysis's runs have their own rule,
+#: ``analysis._regime.RUN_ATOL_REL``; docs/numerics.md explains both.
+AUTO_ATOL_REL = 1e-10
 # diffrax rejects a step whose error estimate is not finite and shrinks it by
 # `factormin` = 0.2, for ever where the field is NaN at or just past the state: an
 # LE-SAM schedule that is NaN would spend the whole step budget and end `max_steps`.
@@ -294,7 +296,7 @@ class SolverOptions(eqx.Module):
             return self.atol
         scale = jnp.max(jnp.abs(theta0))
         ok = jnp.isfinite(scale) & (scale > 0)
-        return AUTO_ATOL * jnp.where(ok, scale, 1.0)
+        return AUTO_ATOL_REL * jnp.where(ok, scale, 1.0)
 
     def controller(self, atol) -> diffrax.PIDController:
         """The PID step-size controller of the diffrax backend (one definition).

@@ -13,9 +13,9 @@ import figures
 import flows
 from analysis import _check
 from analysis.__main__ import main as analysis_main
-from analysis._cli import ArgumentParser
 from figures import _registry
 from flows.__main__ import main as flows_main
+from samflows_cli import ArgumentParser
 
 
 def one_line_error(capsys, call, *needles):

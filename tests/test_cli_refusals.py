@@ -12,9 +12,9 @@ import pytest
 import analysis
 import figures
 import flows
-from analysis._cli import run_command
 from figures import _registry
 from figures._common import Context, load_data, save_data
+from samflows_cli import run_command
 from tests.test_cli import one_line_error
 
 

@@ -62,3 +62,16 @@ def test_ci_builds_the_docs_strictly_before_the_tests():
     build = next(i for i, line in enumerate(lines) if "mkdocs build --strict" in line)
     tests = next(i for i, line in enumerate(lines) if line.endswith("&& pytest"))
     assert build < tests
+
+
+def test_the_benchmarks_table_names_every_script_and_each_has_a_section():
+    """benchmarks/README.md's table of workloads names every benchmark script (all but the shared
+    ``common.py``), and each workload of the table has a section of its own."""
+    readme = (ROOT / "benchmarks" / "README.md").read_text()
+    table = readme.split("## Workloads", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\w+) \| ([^|]+) \|", table, re.M)  # (number, command)
+    scripts = {p.name for p in (ROOT / "benchmarks").glob("*.py")} - {"common.py"}
+    named = {name for _, command in rows for name in re.findall(r"benchmarks/(\w+\.py)", command)}
+    assert scripts - named == set(), "scripts missing from the table"
+    sections = set(re.findall(r"^## (\w+)\. ", readme, re.M))
+    assert {number for number, _ in rows} - sections == set(), "workloads without a section"

@@ -204,8 +204,8 @@ def test_switch_times_bad_input():
 
 
 def test_dominant_at_names_a_theta_without_features():
-    # found by the hostile draws of tests/test_properties.py under another seed: shape (2, 0)
-    # gave JAX's "argmax of an empty sequence", naming nothing
+    # found by the hostile draws of the property tests (tests/properties.py) under another
+    # seed: shape (2, 0) gave JAX's "argmax of an empty sequence", naming nothing
     with pytest.raises(ValueError, match="`theta`"):
         analysis.dominant_at(np.zeros((2, 0)))
     assert int(analysis.dominant_at(np.array([[1.0, -3.0], [2.0, 1.0]]))) == 1  # |β| = (2, 3)

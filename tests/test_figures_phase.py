@@ -307,6 +307,26 @@ BAD = {
         ["--method", "l2sam", *BASE, "--delta", "1e-3"],
         ["--delta does not belong to l2sam (its parameters: --rho)"],
     ),
+    "delta not a number": (
+        ["--method", "linfsam", *BASE, "--delta", "x"],
+        ["--delta: 'x' is not a number > 0"],
+    ),
+    "delta negative": (
+        ["--method", "linfsam", *BASE, "--delta", "-1e-3"],
+        ["--delta: '-1e-3' is not a number > 0"],
+    ),
+    "collapse-tol not a number": (
+        ["--method", "l2sam", *BASE, "--collapse-tol", "x"],
+        ["--collapse-tol", "invalid float value: 'x'"],
+    ),
+    "collapse-tol above 1": (
+        ["--method", "l2sam", *BASE, "--collapse-tol", "1.5"],
+        ["--collapse-tol: 1.5 is not in (0, 1)"],
+    ),
+    "unknown loss": (
+        ["--method", "l2sam", *BASE, "--loss", "hinge"],
+        ["--loss: 'hinge' is not logistic or exponential"],
+    ),
 }
 
 
@@ -342,6 +362,23 @@ def test_bad_input_as_a_process(tmp_path):
     )
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "--alpha" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flag", [["--collapse-tol", "2"], ["--delta", "0"]])
+def test_bad_input_is_refused_under_python_O(tmp_path, flag):
+    """The settings are checked with real errors, which ``python -O`` keeps (it drops asserts)."""
+    proc = subprocess.run(
+        [sys.executable, "-O", "-m", "figures", "phase", "--method", "linfsam", "--rho", "1"]
+        + ["--alpha", "0.1:1:4", "--depth", "2,3", *flag, "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and flag[0] in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 

@@ -2,7 +2,9 @@
 
 Read from the source with :mod:`ast`: every name an ``internal`` module exports exists and is
 used by a package built on it, and no module of ``analysis``, ``figures`` or ``experiments``
-imports another package's private module (``flows._validate``, ``analysis._cli``, ...).
+imports another package's private module (``flows._validate``, ``analysis._lazy``, ...); no
+module of ``flows`` imports a package built on it; the command lines' one parser
+(:mod:`samflows_cli`) imports no package and no JAX.
 """
 
 import ast
@@ -18,7 +20,7 @@ PACKAGES = ("flows", "analysis", "figures", "experiments")
 #: The packages whose modules may use the shared plumbing: each ``internal`` module's users.
 USERS = {
     "flows.internal": ("analysis", "figures", "experiments"),
-    "analysis.internal": ("figures", "experiments", "flows/__main__.py"),
+    "analysis.internal": ("figures", "experiments"),
     "figures.internal": ("experiments",),
 }
 
@@ -85,9 +87,31 @@ def test_no_package_imports_another_packages_private_module(package):
     assert found == {}
 
 
-def test_python_m_flows_imports_no_private_module_of_analysis():
-    source = (ROOT / "flows" / "__main__.py").read_text(encoding="utf-8")
-    assert foreign_private_imports(source, own="flows") == []
+def _imported_tops(source: str) -> set[str]:
+    """The top-level names of the absolute imports of ``source``."""
+    tops = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            tops.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            tops |= {a.name.split(".")[0] for a in node.names}
+    return tops
+
+
+def test_flows_imports_no_package_built_on_it():
+    """The layers run one way: no module of flows (``python -m flows`` included) imports
+    analysis, figures or experiments."""
+    found = {
+        str(path.relative_to(ROOT)): sorted(up)
+        for path in _sources("flows")
+        if (up := _imported_tops(path.read_text(encoding="utf-8")) & set(PACKAGES[1:]))
+    }
+    assert found == {}
+
+
+def test_the_parser_imports_no_package():
+    source = (ROOT / "samflows_cli.py").read_text(encoding="utf-8")
+    assert _imported_tops(source) & {*PACKAGES, "jax", "numpy"} == set()
 
 
 def _used_names(module: str, users) -> set[str]:
@@ -115,10 +139,11 @@ def test_an_internal_module_exports_exactly_the_existing_names_its_users_take(mo
     assert exported - used == set()  # and the module exports nothing no user takes
 
 
-def test_analysis_internal_gives_the_command_line_names_without_jax():
+def test_the_command_line_names_come_without_jax():
     script = (
         "import sys\n"
-        "from analysis.internal import ArgumentParser, lazy_exports, run_command\n"
+        "from samflows_cli import ArgumentParser, run_command\n"
+        "from analysis.internal import lazy_exports\n"
         "assert 'jax' not in sys.modules and 'flows' not in sys.modules, 'heavy import'\n"
         "from analysis.internal import check_mu\n"
         "print(check_mu([1.0, 2.0]).tolist(), 'jax' in sys.modules)\n"

@@ -145,7 +145,7 @@ def test_a_diagrams_key_tells_schedules_apart_by_their_values():
     digest (an edit to any of them is a new key)."""
     from pathlib import Path
 
-    from analysis._phase import _analysis_version, describe
+    from analysis._provenance import analysis_version, describe
     from flows.internal import source_digest
 
     f = lambda t: 0.3 / (1.0 + t)  # noqa: E731
@@ -154,4 +154,4 @@ def test_a_diagrams_key_tells_schedules_apart_by_their_values():
     one, same, other = (describe(flows.LESAM(s, 0.5)) for s in (f, g, h))
     assert one == same and one != other
     assert one.startswith("LESAM(sigma=<schedule <lambda> ") and "rho_max=0.5" in one
-    assert _analysis_version() == source_digest(Path(analysis.__file__).parent)
+    assert analysis_version() == source_digest(Path(analysis.__file__).parent)

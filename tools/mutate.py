@@ -114,7 +114,7 @@ FAULTS = [
     Fault("O2", "validator: rtol = NaN let through", OPT,
           "if number is None or not low < number < high:",
           "if number is None or number <= low or number >= high:",
-          ("tests/test_properties.py::test_solve_refuses_or_accepts_each_argument",)),
+          ("tests/test_solve_properties.py::test_solve_refuses_or_accepts_each_argument",)),
     Fault("M1", "methods: a schedule read at t = inf", "flows/_methods.py",
           "return jnp.minimum(jnp.asarray(t, dtype=jnp.float64), jnp.finfo(jnp.float64).max)",
           "return jnp.asarray(t, dtype=jnp.float64)",

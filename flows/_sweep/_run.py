@@ -104,6 +104,10 @@ class SweepOptions:
             object.__setattr__(self, "devices", check_devices(self.devices))
         check_executor(self.executor, self.workers, self.devices)
 
+    def replace(self, **changes) -> SweepOptions:
+        """A copy with some options changed (validated again)."""
+        return sweep_options(self, changes)
+
 
 SWEEP_FIELDS = tuple(f.name for f in dataclasses.fields(SweepOptions))
 

@@ -1,9 +1,11 @@
 """The argument parser shared by the command lines of ``flows``, ``analysis`` and ``figures``.
 
-It lives here, not in :mod:`flows`, because importing it must not import JAX: the
-:mod:`analysis` package loads its modules on first use, so ``python -m analysis --help``
-and ``python -m figures --help`` answer at once (``import flows`` loads JAX to enable
-float64).
+It lives below all three, in a module of its own, because importing it must not import JAX:
+the :mod:`analysis` and :mod:`figures` packages load their modules on first use, so
+``python -m analysis --help`` and ``python -m figures --help`` answer at once, while
+``import flows`` loads JAX (to enable float64). It imports nothing of the packages, so every
+command line can use it without an import that runs back up the layers. Not part of the user
+API.
 
 A user error on a command line (an unknown flag, a bad value, an output path that
 cannot be written) ends with one line on stderr, ``<prog>: error: <message>``, and
