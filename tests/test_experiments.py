@@ -300,3 +300,55 @@ def test_quick_command_end_to_end(tmp_path, capsys):
     c1 = diag.cos_l1.sel(depth=2).isel(step=-1).values[list(diag.method.values).index("GD")]
     half = scipy.stats.t.ppf(0.975, c1.size - 1) * np.std(c1, ddof=1) / np.sqrt(c1.size)
     assert f"{np.mean(c1):+.3f} ± {half:.3f} (GD)" in page
+
+
+# --- the outcome rule ---------------------------------------------------------------
+
+from experiments import _outcome  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "mean, half, predicted, label",
+    [
+        (0.30, 0.10, 1, "supported"),  # [0.2, 0.4] above 0
+        (-0.30, 0.10, 1, "contradicted"),  # [-0.4, -0.2] below 0
+        (0.05, 0.10, 1, "inconclusive"),  # [-0.05, 0.15] holds 0
+        (-0.30, 0.10, -1, "supported"),
+        (0.30, 0.10, -1, "contradicted"),
+        (0.10, 0.10, 1, "inconclusive"),  # touching 0 is not excluding it
+        (np.nan, 0.10, 1, "inconclusive"),  # a level never reached
+        (0.30, np.nan, 1, "inconclusive"),  # one seed only: no interval
+        (0.30, np.inf, -1, "inconclusive"),
+    ],
+)
+def test_outcome_on_hand_made_intervals(mean, half, predicted, label):
+    got = _outcome.outcome(mean, half, predicted)
+    assert got.label == label
+    assert got.reason  # every outcome says why
+    if not np.isfinite(mean) or not np.isfinite(half):
+        assert "missing" in got.reason
+    else:
+        assert f"{mean - half:+.3g}" in got.reason and f"{mean + half:+.3g}" in got.reason
+
+
+def test_outcome_from_values_and_claims():
+    # 5 paired differences 1..5: mean 3, sd √2.5, t_{0.975,4} = 2.776445 (t table):
+    # half = 2.776445 · 1.581139 / √5 = 1.963243, interval [1.0368, 4.9632]: supported
+    got = _outcome.case([1.0, 2.0, 3.0, 4.0, 5.0], 1)
+    assert got.label == "supported" and "+1.04" in got.reason and "+4.96" in got.reason
+    # NaN runs are dropped; with one finite value left there is no interval
+    assert _outcome.case([np.nan, np.nan, 2.0], 1).label == "inconclusive"
+    assert _outcome.case([np.nan] * 4, -1).label == "inconclusive"
+    s, c, i = (_outcome.Outcome(x, x) for x in _outcome.OUTCOMES)
+    assert _outcome.combine([s, s]).label == "supported"
+    assert _outcome.combine([s, c, i]).label == "contradicted"
+    assert _outcome.combine([s, i]).label == "inconclusive"
+    assert _outcome.combine([]).label == "inconclusive"
+    # power: t_{0.975,n-1}/√n from the t table
+    assert _outcome.min_detectable(5) == pytest.approx(2.776445 / np.sqrt(5), rel=1e-6)
+    assert _outcome.min_detectable(10) == pytest.approx(2.262157 / np.sqrt(10), rel=1e-6)
+    for bad, name in ((lambda: _outcome.outcome(1, 1, 0), "predicted"),
+                      (lambda: _outcome.outcome(1, -1, 1), "half"),
+                      (lambda: _outcome.min_detectable(1), "n")):  # fmt: skip
+        with pytest.raises(ValueError, match=name):
+            bad()
