@@ -1,4 +1,4 @@
-"""The results page: each claim of the two papers, with its test, numbers, spread and verdict.
+r"""The results page: each claim of the two papers, with its test, numbers, spread and verdict.
 
 Every verdict follows a stated rule on paired differences over seeds (method minus baseline,
 same seed), judged by the 95 % Student-t interval of the mean: **reproduced** when the

@@ -27,11 +27,17 @@ class Plan(NamedTuple):
     probes: int
     iterations: int
     flat_images: int
-    # LE-SAM's public (ResNet) setting σ = 0.35, ρ_max = 0.3, scaled by 1/3 for these small
-    # networks (ρ = 0.3 kept ℓ2-SAM from fitting the patches in 500 steps); σ/ρ_max, the
-    # gradient norm below which the cap binds, is kept at 1.17.
-    rho: float = 0.1
+    patches_levels: tuple
+    digits_levels: tuple
+    # LE-SAM: σ₀ = 0.35/3 (the public ResNet σ = 0.35 scaled by 1/3 for these small networks).
+    # In its own regime the cap ρ_max = 1 binds only where ‖g‖ > σ_t (rarely: the logged
+    # `capped` share); "LE-SAM capped" keeps the earlier cap 0.1, which binds whenever
+    # ‖g‖ < 1.17 σ_t/σ₀, i.e. on most steps.
     sigma: float = 0.35 / 3
+    rho_max: float = 1.0
+    rho_capped: float = 0.1
+    rho_linf: float = 0.1  # ℓ∞-SAM at the ℓ2 length of ℓ2-SAM(0.1)
+    sweep: tuple = (0.05, 0.1, 0.2, 0.4)  # ℓ2-SAM radii
 
 
 FULL = Plan(
@@ -44,6 +50,8 @@ FULL = Plan(
     probes=16,
     iterations=15,
     flat_images=128,
+    patches_levels=(0.1, 0.03),
+    digits_levels=(0.3, 0.1),
 )
 QUICK = Plan(
     diagonal=DiagonalConfig(depths=(1, 2), alphas=(0.05, 0.05), steps=1000, every=50, seeds=(0, 1)),
@@ -55,6 +63,9 @@ QUICK = Plan(
     probes=4,
     iterations=4,
     flat_images=32,
+    patches_levels=(0.7, 0.6),
+    digits_levels=(2.2, 2.0),
+    sweep=(0.1, 0.4),
 )
 
 
@@ -76,9 +87,9 @@ def run(out, quick: bool = False, docs=None, progress=print):
     diag = run_diagonal(plan.diagonal, progress=say)
     diag.to_netcdf(out / "diagonal.nc")
     cnn = {}
-    for name, task, schedule in (
-        ("patches", patches_task(**plan.patches), plan.patches_schedule),
-        ("digits", digits_task(**plan.digits), plan.digits_schedule),
+    for name, task, schedule, levels in (
+        ("patches", patches_task(**plan.patches), plan.patches_schedule, plan.patches_levels),
+        ("digits", digits_task(**plan.digits), plan.digits_schedule, plan.digits_levels),
     ):
         say(f"CNNs on {name}")
         cnn[name] = run_cnn(
@@ -86,8 +97,12 @@ def run(out, quick: bool = False, docs=None, progress=print):
             task,
             schedule,
             plan.seeds,
-            rho=plan.rho,
+            rho_max=plan.rho_max,
+            rho_capped=plan.rho_capped,
+            rho_linf=plan.rho_linf,
             sigma=plan.sigma,
+            sweep=plan.sweep,
+            levels=levels,
             probes=plan.probes,
             iterations=plan.iterations,
             flat_images=plan.flat_images,
