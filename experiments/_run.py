@@ -8,8 +8,15 @@ from figures.internal import check_folder, folder_path
 
 from ._cnn import Schedule
 from ._cnnrun import run_cnn
-from ._diagonal import DiagonalConfig, run_diagonal
-from ._figures import diagonal_figure, flatness_figure, maps_figure, shares_figure
+from ._diagonal import DiagonalConfig, long_config, run_diagonal
+from ._figures import (
+    diagonal_figure,
+    flatness_figure,
+    maps_figure,
+    regime_figure,
+    shares_figure,
+)
+from ._regime_map import RegimeMapConfig, run_regime_map
 from ._report import write_page
 from ._tasks import digits_task, patches_task
 
@@ -19,6 +26,7 @@ class Plan(NamedTuple):
     the seeds and the curvature estimators' effort."""
 
     diagonal: DiagonalConfig
+    regime: RegimeMapConfig
     patches: dict
     digits: dict
     patches_schedule: Schedule
@@ -42,6 +50,7 @@ class Plan(NamedTuple):
 
 FULL = Plan(
     diagonal=DiagonalConfig(),
+    regime=RegimeMapConfig(),
     patches={"n_train": 512, "n_test": 512, "n_attr": 64},
     digits={"n_attr": 64},
     patches_schedule=Schedule(steps=500, every=25, batch=64, lr=0.1),
@@ -54,7 +63,24 @@ FULL = Plan(
     digits_levels=(0.3, 0.1),
 )
 QUICK = Plan(
-    diagonal=DiagonalConfig(depths=(1, 2), alphas=(0.05, 0.05), steps=1000, every=50, seeds=(0, 1)),
+    diagonal=DiagonalConfig(
+        depths=(1, 2),
+        alphas=(0.05, 0.05),
+        steps=1000,
+        every=50,
+        seeds=(0, 1),
+        long_steps=2000,
+        long_every=100,
+        long_depths=(2,),
+    ),
+    regime=RegimeMapConfig(
+        pairs=((4, 9), (3, 8)),
+        depths=(1, 2),
+        alphas=(0.05, 0.05),
+        ratios=(0.1, 0.5),
+        steps=500,
+        every=50,
+    ),
     patches={"n_train": 64, "n_test": 32, "n_attr": 4},
     digits={"n_attr": 4, "n_train": 64, "test_fraction": 0.05},
     patches_schedule=Schedule(steps=20, every=10, batch=16, lr=0.1),
@@ -70,10 +96,12 @@ QUICK = Plan(
 
 
 def run(out, quick: bool = False, docs=None, progress=print):
-    """Run every experiment; write ``out``/{diagonal,cnn_patches,cnn_digits}.nc, the figures
-    (``out``/figures) and ``out``/experiments.md. With ``docs``, the figures go to
+    """Run every experiment; write ``out``/{diagonal, diagonal_long, regime_map, cnn_patches,
+    cnn_digits}.nc, the figures (``out``/figures) and ``out``/experiments.md. With ``docs``,
+    the figures go to
     ``docs``/figures/experiments and the page to ``docs``/experiments.md instead.
-    Returns the list of verdicts."""
+    Returns the claims with their outcomes (:class:`experiments._report.Claim`; a quick run
+    judges none)."""
     start = time.perf_counter()
     plan = QUICK if quick else FULL
     out = check_folder("`out`", folder_path("`out`", out), create=True)
@@ -86,6 +114,12 @@ def run(out, quick: bool = False, docs=None, progress=print):
     say("diagonal networks on digits (flows.iterate)")
     diag = run_diagonal(plan.diagonal, progress=say)
     diag.to_netcdf(out / "diagonal.nc")
+    say("diagonal networks, GD and ℓ2-SAM over the long horizon")
+    long = run_diagonal(long_config(plan.diagonal), progress=say, methods=("GD", "ℓ2-SAM"))
+    long.to_netcdf(out / "diagonal_long.nc")
+    say("regime map on digit pairs")
+    rm = run_regime_map(plan.regime, progress=say)
+    rm.to_netcdf(out / "regime_map.nc")
     cnn = {}
     for name, task, schedule, levels in (
         ("patches", patches_task(**plan.patches), plan.patches_schedule, plan.patches_levels),
@@ -113,7 +147,8 @@ def run(out, quick: bool = False, docs=None, progress=print):
     fig_dir = page_dir / "figures" / "experiments" if docs is not None else out / "figures"
     say("figures")
     figures = (
-        diagonal_figure(diag, fig_dir)
+        diagonal_figure(diag, long, fig_dir)
+        + regime_figure(rm, fig_dir)
         + shares_figure(cnn, fig_dir)
         + maps_figure(cnn, fig_dir)
         + flatness_figure(cnn, fig_dir)
@@ -121,13 +156,16 @@ def run(out, quick: bool = False, docs=None, progress=print):
     page = page_dir / "experiments.md"
     command = "python -m experiments" + (" --quick" if quick else "")
     command += f" --docs {docs}" if docs is not None else ""
-    verdicts = write_page(
+    claims = write_page(
         page,
         diag,
+        long,
+        rm,
         cnn,
         [p.relative_to(page_dir) for p in figures],
         time.perf_counter() - start,
         command,
+        quick=quick,
     )
     say(f"wrote {page} and {len(figures)} figure files")
-    return verdicts
+    return claims

@@ -13,9 +13,10 @@ import pytest
 import scipy.stats
 import xarray as xr
 
+import analysis
 import experiments
 import flows
-from experiments import _diagonal
+from experiments import _diagonal, _regime_map
 from experiments._cnn import CNN, L2, LESAM, LINF, sam_step
 from tests.helpers import numpy_logistic_grad, numpy_perturbation
 
@@ -275,15 +276,41 @@ def test_quick_command_end_to_end(tmp_path, capsys):
     for name in ("patches", "digits"):
         ds = xr.load_dataset(tmp_path / f"cnn_{name}.nc")
         assert set(ds.cam_minor_share.dims) == {"method", "seed", "checkpoint"}
-        assert ds.sizes["method"] == 5
+        assert ds.sizes["method"] == 8  # 5 fixed, a sweep of 2 radii, and the best of it
     pngs = sorted((tmp_path / "figures").glob("*.png"))
-    assert len(pngs) == 4 and len(list((tmp_path / "figures").glob("*.pdf"))) == 4
+    assert len(pngs) == 5 and len(list((tmp_path / "figures").glob("*.pdf"))) == 5
     import matplotlib.image
 
     for png in pngs:  # 5.5 in at 200 dpi
         assert matplotlib.image.imread(png).shape[1] == 1100
     page = (tmp_path / "experiments.md").read_text()
-    assert "reproduced" in page and "| claim | verdict |" in page
+    assert "| claim | outcome | reason |" in page
+    # a quick run judges nothing: every claim row says so, and no row carries an outcome
+    rows = [r for r in page.splitlines() if r.startswith("| ") and "--quick run" in r]
+    assert len(rows) == 10
+    for label in ("supported", "contradicted", "inconclusive"):
+        assert f"**{label}**" not in page
+    # LE-SAM's cap-binding share on the page: the mean over seeds of the share of steps with
+    # capped = 1, recomputed from the saved records (checkpoint means weighted equally: every
+    # checkpoint after 0 holds `every` steps)
+    for name in ("patches", "digits"):
+        ds = xr.load_dataset(tmp_path / f"cnn_{name}.nc")
+        le = list(ds.method.values).index("LE-SAM")
+        share = ds.capped.values[le, :, 1:].mean(axis=1)
+        half = (
+            scipy.stats.t.ppf(0.975, share.size - 1) * np.std(share, ddof=1) / np.sqrt(share.size)
+        )
+        assert f"cap binding on {np.mean(share):+.3f} ± {half:.3f} of the steps" in page
+    rm = xr.load_dataset(tmp_path / "regime_map.nc")
+    X, y = experiments.binary_digits(4, 9)
+    X = X[:, X.max(axis=0) > 0]
+    mu = np.abs(X[y == 1].sum(axis=0) - X[y == -1].sum(axis=0)) / len(y)  # |mean of y x|
+    np.testing.assert_allclose(_regime_map.theory_mu(X, y), mu, rtol=1e-14)
+    for b, depth in enumerate(rm.depth.values):
+        assert list(rm.theory.values[0, b]) == [
+            analysis.regime(flows.L2SAM(1.0), mu[mu > 0], float(r), int(depth))
+            for r in rm.ratio.values
+        ]
     # the numbers are what they measure: shares and ranks in [0, 1], cosines in [-1, 1], a
     # positive loss; every method starts from the same θ₀, so at step 0 all agree exactly
     for var, lo, hi in (("low_share", 0, 1), ("dominant_rank", 0, 1), ("cos_l1", -1, 1),
@@ -352,3 +379,103 @@ def test_outcome_from_values_and_claims():
                       (lambda: _outcome.min_detectable(1), "n")):  # fmt: skip
         with pytest.raises(ValueError, match=name):
             bad()
+
+
+# --- the real-data regime map ------------------------------------------------------------
+
+
+def test_theory_regimes_at_the_closed_form_direct_scale():
+    """ℓ2-SAM at L = 2 is direct exactly above α_direct = ρ(μ_(d) + μ_(d-1))/(√2 ‖μ‖)
+    (docs/theory.md §14): for μ = (1, 2, 3), 5/√28 = 0.94491."""
+    mu = np.array([1.0, 2.0, 3.0])
+    a_direct = 5 / np.sqrt(28)
+    got = _regime_map.theory_regimes(mu, [0.97 * a_direct, 1.03 * a_direct], 2)
+    assert got[0] != "direct" and got[1] == "direct"
+
+
+@pytest.mark.parametrize(
+    "loss, lead, regime",
+    [
+        ([0.69, 0.68, 0.67], [3, 3, 3], "collapse"),  # final loss >= 0.95 log 2
+        ([0.69, 0.5, 0.1], [0, 1, 3], "sequential"),  # another pixel first, the major at the end
+        ([0.69, 0.5, 0.1], [0, 3, 3], "direct"),  # the major from loss 0.6 on
+        ([0.69, 0.5, 0.3, 0.1], [0, 3, 1, 3], "excursion"),
+        ([0.69, 0.5, 0.1], [3, 3, 1], "minor"),
+    ],
+)
+def test_measured_regime_rule(loss, lead, regime):
+    assert _regime_map.measured_regime(np.array(loss), np.array(lead), 3, 0.6) == regime
+
+
+# --- LE-SAM's cap and the Grad-CAM headers ----------------------------------------------
+
+
+def test_cap_binding_share_against_the_rule_step_by_step():
+    """`capped` at checkpoint k (every = 1) is 1 exactly where σ_k/(‖g_k‖ + ϱ) >= ρ_max, with
+    g_k the minibatch gradient at the parameters before step k, recomputed here."""
+    from experiments._cnn import LESAM as KIND
+    from experiments._cnn import Method, Schedule, cosine, init_params, train_seeds
+    from experiments._tasks import patches_task
+
+    task = patches_task(n_train=32, n_test=8, n_attr=2)
+    schedule = Schedule(steps=12, every=1, batch=8, lr=0.2)
+    params0, static = init_params((0,), 2, schedule)
+    key = jax.random.fold_in(jax.random.PRNGKey(0), 1)
+
+    def grad_norm(params, k):
+        idx = jax.random.randint(jax.random.fold_in(key, k), (8,), 0, 32)
+        g = jax.grad(lambda p: experiments.cross_entropy(eqx.combine(p, static), task.X[idx],
+                                                         task.y[idx]))(params)  # fmt: skip
+        return float(np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2)
+                                 for x in jax.tree.leaves(g))))  # fmt: skip
+
+    one = lambda tree: jax.tree.map(lambda x: x[0], tree)  # noqa: E731
+    sigma = 1.0
+    rho = 0.8 * sigma / grad_norm(one(params0), 0)  # binds early, not once σ_t has decayed
+    recs, kept = train_seeds((0,), task, schedule, Method(KIND, rho, sigma))
+    want = []
+    for k in range(schedule.steps):
+        before = jax.tree.map(lambda x, k=k: x[0, k], kept)  # params after k steps
+        s_k = sigma * float(cosine(np.float32(k), schedule.steps))
+        want.append(float(s_k / (grad_norm(before, k) + 1e-12) >= rho))
+    got = recs["capped"][0, 1:]
+    np.testing.assert_array_equal(got, want)
+    assert 0 < np.mean(got) < 1  # both branches occur
+    # the radius is ρ_max exactly on the capped steps
+    np.testing.assert_allclose(recs["radius"][0, 1:][got == 1], rho, rtol=1e-6)
+
+
+def _fake_task(every, n_ckpt):
+    steps = np.arange(n_ckpt) * every
+    maps = np.zeros((2, 1, n_ckpt, 1, 8, 8))
+    return xr.Dataset(
+        {
+            "cam_maps": (("method", "seed", "checkpoint", "example", "row", "col"), maps),
+            "attr_images": (("example", "row", "col"), np.zeros((1, 8, 8))),
+            "attr_minor": (("example", "row", "col"), np.eye(8)[None] > 0),
+            "attr_major": (("example", "row", "col"), np.zeros((1, 8, 8), bool)),
+        },
+        coords={
+            "method": ["SGD", "ℓ2-SAM best"],
+            "checkpoint": np.arange(n_ckpt),
+            "step": ("checkpoint", steps),
+        },  # fmt: skip
+    )
+
+
+def test_gradcam_headers_are_each_tasks_own_checkpoints():
+    """The full run's schedules: patches every 25 steps to 500, digits every 30 to 600; the maps
+    show 0, 10 %, 25 %, 50 %, 100 % of training, headed by that task's steps."""
+    from experiments._figures import draw_maps, map_headers
+    from experiments._run import FULL
+
+    cnn = {}
+    for name, sched in (("patches", FULL.patches_schedule), ("digits", FULL.digits_schedule)):
+        cnn[name] = _fake_task(sched.every, sched.steps // sched.every + 1)
+    fig = draw_maps(cnn)
+    axes = np.array(fig.axes).reshape(4, -1)
+    expected = {"patches": ["step 0", "step 50", "step 125", "step 250", "step 500"],
+                "digits": ["step 0", "step 60", "step 150", "step 300", "step 600"]}  # fmt: skip
+    for row, name in ((0, "patches"), (2, "digits")):
+        assert [ax.get_title() for ax in axes[row, 1:]] == expected[name]
+        assert map_headers(cnn[name]) == expected[name]
