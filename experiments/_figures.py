@@ -3,9 +3,10 @@
 Drawn at the printed width (5.5 in) and saved at exactly that size (constrained layout, no
 tight bounding box), every text at the style's 8 pt (7 pt only for plain text without sub- or
 superscripts), methods in the Okabe–Ito colours of :data:`figures._style.METHOD_COLORS`
-(ℓ2-SAM at LE-SAM's mean radius ρ̄ in the palette's sky blue). Bands are 95 % Student-t
-intervals over seeds. Each ``draw_*`` returns the figure; each ``*_figure`` saves it as PDF and
-PNG and returns the paths.
+(ℓ2-SAM at LE-SAM's mean radius ρ̄ in the palette's sky blue, everywhere; LE-SAM capped in its
+orange). Curves are paired differences (method minus baseline, same seed): the mean solid, its
+95 % Student-t interval over seeds as two thin pale lines; 0 is the dotted reference. Each
+``draw_*`` returns the figure; each ``*_figure`` saves it as PDF and PNG and returns the paths.
 """
 
 from pathlib import Path
@@ -38,7 +39,7 @@ COLORS = {
     "ℓ2-SAM best": METHOD_COLORS["ℓ2-SAM"],
     "ℓ∞-SAM": METHOD_COLORS["ℓ∞-SAM"],
     "LE-SAM": METHOD_COLORS["LE-SAM"],
-    "LE-SAM capped": OKABE_ITO["yellow"],
+    "LE-SAM capped": OKABE_ITO["orange"],
     "ℓ2-SAM ρ̄": OKABE_ITO["sky"],
 }
 LABELS = {
@@ -64,12 +65,13 @@ def _label(method):
 
 
 def _band(ax, x, values, color, label):
-    """The mean over seeds (solid) and its 95 % t interval (two thin dotted lines)."""
+    """The mean over seeds (solid) and its 95 % t interval (two thin, pale solid lines: a
+    dotted line is a reference in this set, and fills would overlap)."""
     m, h = mean_ci(values)
     ax.plot(x, m, color=color, label=label, lw=1.1)
     if np.any(np.isfinite(h)):
         for edge in (m - h, m + h):
-            ax.plot(x, edge, color=color, ls=":", lw=0.6)
+            ax.plot(x, edge, color=color, lw=0.5, alpha=0.45)
 
 
 def draw_diagonal(ds, long) -> Figure:
