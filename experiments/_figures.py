@@ -111,7 +111,7 @@ def draw_diagonal(ds, long) -> Figure:
         ax.set_xlabel(r"time $t=k\eta$")
     axes[0, 0].set_ylabel("low-intensity share\nminus GD's")
     axes[1, 0].set_ylabel("long horizon:\n" + r"$\ell_2$-SAM minus GD")
-    axes[0, 0].legend(loc="upper left", handlelength=1.2, fontsize=SMALL_SIZE)
+    axes[0, 0].legend(loc="upper left", handlelength=1.2)
     panel_labels([ax for ax in axes.flat if ax.axison])
     return fig
 
@@ -186,8 +186,9 @@ def draw_shares(cnn) -> Figure:
         for c in range(3):
             axes[r, c].axhline(0, **REFERENCE)
             axes[r, c].set_xlabel("step")
-    axes[0, 0].legend(loc="best", handlelength=1.2, fontsize=SMALL_SIZE)
+    axes[0, 0].legend(loc="best", handlelength=1.2)
     panel_labels(list(axes.flat))
+    fig.get_layout_engine().set(rect=(0, 0, 0.985, 1))  # room for the last tick label
     return fig
 
 
@@ -283,8 +284,8 @@ def draw_flatness(cnn) -> Figure:
         ax.axhline(0, **REFERENCE)
         ax.set_xlabel("step")
         ax.set_ylabel("test accuracy − SGD's\n(points, paired by seed)")
-    axes[0, 0].legend(loc="best", handlelength=1.0, fontsize=SMALL_SIZE)
-    axes[1, 0].legend(loc="best", handlelength=1.2, fontsize=SMALL_SIZE)
+    axes[0, 0].legend(loc="best", handlelength=1.0)
+    axes[1, 0].legend(loc="best", handlelength=1.2)
     panel_labels(list(axes.flat))
     return fig
 
