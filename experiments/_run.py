@@ -95,6 +95,17 @@ QUICK = Plan(
 )
 
 
+def save_published(docs, rm, cnn):
+    """Keep the small results beside the docs, for the tests of the page's numbers:
+    ``docs``/figures/data/experiments_{patches,digits,regime_map}.nc (the CNN records without
+    the attribution maps; the regime map's measured and theory columns)."""
+    data = Path(docs) / "figures" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for name, ds in cnn.items():
+        ds.drop_vars(["cam_maps", "sal_maps"]).to_netcdf(data / f"experiments_{name}.nc")
+    rm[["measured", "theory", "major", "pixels"]].to_netcdf(data / "experiments_regime_map.nc")
+
+
 def run(out, quick: bool = False, docs=None, progress=print):
     """Run every experiment; write ``out``/{diagonal, diagonal_long, regime_map, cnn_patches,
     cnn_digits}.nc, the figures (``out``/figures) and ``out``/experiments.md. With ``docs``,
@@ -153,6 +164,8 @@ def run(out, quick: bool = False, docs=None, progress=print):
         + maps_figure(cnn, fig_dir)
         + flatness_figure(cnn, fig_dir)
     )
+    if docs is not None:
+        save_published(docs, rm, cnn)
     page = page_dir / "experiments.md"
     command = "python -m experiments" + (" --quick" if quick else "")
     command += f" --docs {docs}" if docs is not None else ""
