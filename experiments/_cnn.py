@@ -227,16 +227,18 @@ def _measure(model, task: Task, n_maps: int):
 
 
 def train(params, batch_key, static, task: Task, schedule: Schedule, kind, rho, sigma):
-    """Train one CNN from ``params``; returns (records over checkpoints, params at each).
+    r"""Train one CNN from ``params``; returns (records over checkpoints, params at each).
 
     Records (leading axis: checkpoints 0, every, ..., steps) are those of ``_measure`` plus
-    ``radius``, the mean radius over the steps before each checkpoint (0 at step 0).
+    ``radius``, the mean radius over the steps before each checkpoint (0 at step 0), and
+    ``capped``, the share of those steps on which LE-SAM's cap binds (:math:`\rho_t=\rho_{\max}`,
+    i.e. :math:`\sigma_t/(\lVert g\rVert_2+\varrho)\ge\rho_{\max}`; 0 for the other rules).
     Minibatches are drawn with replacement from ``batch_key``.
     """
     n = task.X.shape[0]
 
     def step(k, carry):
-        params, total = carry
+        params, total, capped = carry
         idx = jax.random.randint(jax.random.fold_in(batch_key, k), (schedule.batch,), 0, n)
         X, y = task.X[idx], task.y[idx]
 
@@ -245,15 +247,18 @@ def train(params, batch_key, static, task: Task, schedule: Schedule, kind, rho, 
 
         sigma_t = sigma * cosine(k.astype(DTYPE), schedule.steps)
         params, radius = sam_step(loss, params, schedule.lr, kind, rho, sigma_t)
-        return params, total + radius
+        binds = (kind == LESAM) & (radius >= rho)  # min(σ_t/(‖g‖+ϱ), ρ_max) returned ρ_max
+        return params, total + radius, capped + binds.astype(DTYPE)
 
     def chunk(params, c):
         # checkpoint 0 measures the start: no steps before it (one measuring program)
         first = (c - 1) * schedule.every
         last = jnp.where(c == 0, first, first + schedule.every)
-        params, total = jax.lax.fori_loop(first, last, step, (params, jnp.zeros((), DTYPE)))
+        zero = jnp.zeros((), DTYPE)
+        params, total, capped = jax.lax.fori_loop(first, last, step, (params, zero, zero))
         rec = _measure(eqx.combine(params, static), task, schedule.n_maps)
         rec["radius"] = total / schedule.every
+        rec["capped"] = capped / schedule.every
         return params, (rec, params)
 
     _, (recs, kept) = jax.lax.scan(chunk, params, jnp.arange(schedule.steps // schedule.every + 1))

@@ -1,17 +1,25 @@
 r"""The CNN experiments: every method and seed on one task, attributions over training, and
-the flatness of the minima reached at equal training loss.
+the flatness of the minima reached at fixed training-loss levels.
 
-Methods (:mod:`experiments._cnn`): SGD; ℓ2-SAM at LE-SAM's cap ρ_max; ℓ∞-SAM at
-ρ_max/√P (:math:`P` parameters: the same ℓ2 length); LE-SAM(σ₀ → 0 by cosine, ρ_max);
-and ℓ2-SAM at :math:`\bar\rho`, LE-SAM's radius :math:`\rho_t` averaged over its steps and
-seeds (run after LE-SAM), so that SAM is compared at both radii.
+Methods (:mod:`experiments._cnn`), all fixed before the run:
 
-*Equal training loss.* :math:`\mathcal L^*` is the largest, over all runs, of the smallest
-training loss a run reaches at a checkpoint, so every run reaches it; each run is
-measured at its first checkpoint with loss :math:`\le\mathcal L^*` (the loss there is
-kept as ``flat_loss``). There the Hessian of the training loss on the first
-``flat_images`` training images gets a Hutchinson trace and a power-iteration top
-eigenvalue (:mod:`experiments._hessian`).
+* SGD;
+* ℓ2-SAM at each radius of a small sweep (``sweep``), and "ℓ2-SAM best", the sweep radius with
+  the highest final test accuracy (mean over seeds): the strongest SAM the sweep offers;
+* ℓ∞-SAM at :math:`\rho_{\rm linf}/\sqrt P` (:math:`P` parameters: the ℓ2 length of ℓ2-SAM at
+  :math:`\rho_{\rm linf}`);
+* LE-SAM in its own regime (σ₀ → 0 by cosine, a cap ρ_max that binds on few steps; the share
+  of steps where it binds is the ``capped`` record);
+* "LE-SAM capped": the same σ₀ with a small cap that binds on most steps (then LE-SAM is ℓ2-SAM
+  at that cap until late in training);
+* ℓ2-SAM at :math:`\bar\rho`, LE-SAM's radius :math:`\rho_t` averaged over its steps and seeds
+  (run after LE-SAM).
+
+*Flatness at fixed loss levels.* For each level :math:`\ell` of ``levels`` every run is measured
+at its first checkpoint with training loss :math:`\le\ell`; a run that never gets there is NaN at
+that level (reported, not averaged in). There the Hessian of the training loss on the first
+``flat_images`` training images gets a Hutchinson trace and a power-iteration top eigenvalue
+(:mod:`experiments._hessian`).
 """
 
 import equinox as eqx
@@ -34,7 +42,20 @@ from ._cnn import (
 )
 from ._hessian import hutchinson_trace, top_eigenvalue
 
-METHODS = ("SGD", "ℓ2-SAM ρmax", "ℓ∞-SAM", "LE-SAM", "ℓ2-SAM ρ̄")
+FIXED = ("SGD", "ℓ∞-SAM", "LE-SAM", "LE-SAM capped", "ℓ2-SAM ρ̄")
+FLAT = FIXED + ("ℓ2-SAM best",)  # the methods whose flatness is measured
+
+
+def sweep_name(rho) -> str:
+    """The method name of ℓ2-SAM at sweep radius ``rho``."""
+    return f"ℓ2-SAM ρ={rho:g}"
+
+
+def methods(sweep) -> tuple:
+    """Every method of a run, in order: the fixed ones, the sweep, and "ℓ2-SAM best"."""
+    return FIXED + tuple(sweep_name(r) for r in sweep) + ("ℓ2-SAM best",)
+
+
 SCALARS = (
     "train_loss",
     "test_acc",
@@ -43,6 +64,7 @@ SCALARS = (
     "cam_minor_share",
     "sal_minor_share",
     "radius",
+    "capped",
 )
 
 
@@ -57,57 +79,82 @@ def run_cnn(
     schedule: Schedule,
     seeds,
     *,
-    rho,
+    rho_max,
+    rho_capped,
+    rho_linf,
     sigma,
+    sweep,
+    levels,
     probes,
     iterations,
     flat_images,
     progress=None,
 ) -> xr.Dataset:
-    """Train all methods on ``task`` for each seed; dims (method, seed, checkpoint)."""
+    """Train all methods on ``task`` for each seed; dims (method, seed, checkpoint), the
+    flatness with dims (method, level, seed)."""
     P = _n_params(task, schedule)
+    names = methods(sweep)
     plans = {
         "SGD": Method(SGD),
-        "ℓ2-SAM ρmax": Method(L2, rho),
-        "ℓ∞-SAM": Method(LINF, rho / np.sqrt(P)),
-        "LE-SAM": Method(LESAM, rho, sigma),
+        "ℓ∞-SAM": Method(LINF, rho_linf / np.sqrt(P)),
+        "LE-SAM": Method(LESAM, rho_max, sigma),
+        "LE-SAM capped": Method(LESAM, rho_capped, sigma),
     }
+    plans.update({sweep_name(r): Method(L2, r) for r in sweep})
     records, kept = {}, {}
-    for method in METHODS:
+    for method in names:
         if method == "ℓ2-SAM ρ̄":
-            rho_bar = float(np.mean(records["LE-SAM"]["radius"][:, 1:]))
-            plans[method] = Method(L2, rho_bar)
-        records[method], kept[method] = train_seeds(seeds, task, schedule, plans[method])
+            plans[method] = Method(L2, float(np.mean(records["LE-SAM"]["radius"][:, 1:])))
+        if method == "ℓ2-SAM best":
+            acc = [np.mean(records[sweep_name(r)]["test_acc"][:, -1]) for r in sweep]
+            best = sweep_name(sweep[int(np.argmax(acc))])
+            plans[method] = plans[best]
+            records[method], kept[method] = records[best], kept[best]
+        else:
+            records[method], kept[method] = train_seeds(seeds, task, schedule, plans[method])
         if progress is not None:
             acc = records[method]["test_acc"][:, -1]
             progress(
                 f"cnn {name} {method}: test accuracy {acc.mean():.3f} (radius "
                 f"{plans[method].rho:.3g})"
             )
-    losses = np.stack([records[m]["train_loss"] for m in METHODS])  # (M, S, C)
-    target = float(np.max(np.min(losses, axis=2)))
-    index = np.argmax(losses <= target, axis=2)  # first checkpoint at or below L*
+    losses = np.stack([records[m]["train_loss"] for m in names])  # (M, S, C)
     flat_X, flat_y = task.X[:flat_images], task.y[:flat_images]
-    trace, trace_se, top = (np.zeros((len(METHODS), len(seeds))) for _ in range(3))
-    for a, method in enumerate(METHODS):
-        params = jax.tree.map(lambda k, a=a: k[np.arange(len(seeds)), index[a]], kept[method])
-        t, se, lam = _flatness(params, task, schedule, flat_X, flat_y, probes, iterations)
-        trace[a], trace_se[a], top[a] = t, se, lam
-    if progress is not None:
-        progress(f"cnn {name}: flatness at training loss {target:.3g}")
+    shape = (len(names), len(levels), len(seeds))
+    trace, trace_se, top, flat_loss, flat_step = (np.full(shape, np.nan) for _ in range(5))
+    for j, level in enumerate(levels):
+        reached = losses <= level
+        index = np.argmax(reached, axis=2)  # first checkpoint at or below the level
+        ok = reached.any(axis=2)
+        for a, method in enumerate(names):
+            if method not in FLAT:
+                continue
+            at = (np.arange(len(seeds)), index[a])
+            params = jax.tree.map(lambda k, at=at: k[at], kept[method])
+            t, se, lam = _flatness(params, task, schedule, flat_X, flat_y, probes, iterations)
+            keep = ok[a]
+            trace[a, j] = np.where(keep, t, np.nan)
+            trace_se[a, j] = np.where(keep, se, np.nan)
+            top[a, j] = np.where(keep, lam, np.nan)
+            flat_loss[a, j] = np.where(keep, losses[a, np.arange(len(seeds)), index[a]], np.nan)
+            flat_step[a, j] = np.where(keep, index[a] * schedule.every, np.nan)
+        if progress is not None:
+            progress(
+                f"cnn {name}: flatness at training loss {level:g} "
+                f"({int(ok.sum())} of {ok.size} runs reach it)"
+            )
     n_ckpt = losses.shape[2]
     dims = ("method", "seed", "checkpoint")
-    data = {k: (dims, np.stack([records[m][k] for m in METHODS])) for k in SCALARS}
+    data = {k: (dims, np.stack([records[m][k] for m in names])) for k in SCALARS}
     for k in ("cam_maps", "sal_maps"):
-        data[k] = (dims + ("example", "row", "col"), np.stack([records[m][k] for m in METHODS]))
-    data["flat_trace"] = (("method", "seed"), trace)
-    data["flat_trace_se"] = (("method", "seed"), trace_se)
-    data["flat_top"] = (("method", "seed"), top)
-    data["flat_loss"] = (
-        ("method", "seed"),
-        np.take_along_axis(losses, index[..., None], 2)[..., 0],
-    )
-    data["flat_step"] = (("method", "seed"), index * schedule.every)
+        data[k] = (dims + ("example", "row", "col"), np.stack([records[m][k] for m in names]))
+    flat = ("method", "level", "seed")
+    data["flat_trace"] = (flat, trace)
+    data["flat_trace_se"] = (flat, trace_se)
+    data["flat_top"] = (flat, top)
+    data["flat_loss"] = (flat, flat_loss)
+    data["flat_step"] = (flat, flat_step)
+    data["method_rho"] = (("method",), np.array([plans[m].rho for m in names]))
     data["attr_images"] = (
         ("example", "row", "col"),
         np.asarray(task.attr_X[: schedule.n_maps, 0], np.float64),
@@ -117,7 +164,8 @@ def run_cnn(
     ds = xr.Dataset(
         {k: (d, np.asarray(v, np.float64)) for k, (d, v) in data.items()},
         coords={
-            "method": list(METHODS),
+            "method": list(names),
+            "level": list(levels),
             "seed": list(seeds),
             "checkpoint": np.arange(n_ckpt),
             "step": ("checkpoint", np.arange(n_ckpt) * schedule.every),
@@ -125,16 +173,19 @@ def run_cnn(
     )
     ds.attrs.update(
         experiment=f"CNN on {name}",
-        rho_max=rho,
+        rho_max=rho_max,
+        rho_capped=rho_capped,
         sigma0=sigma,
         rho_bar=plans["ℓ2-SAM ρ̄"].rho,
         rho_linf=plans["ℓ∞-SAM"].rho,
+        rho_best=plans["ℓ2-SAM best"].rho,
+        sweep=list(sweep),
+        init_scale=schedule.init_scale,
         params=P,
         lr=schedule.lr,
         batch=schedule.batch,
         steps=schedule.steps,
         width=schedule.width,
-        equal_loss=target,
         probes=probes,
         power_iterations=iterations,
         flat_images=flat_images,

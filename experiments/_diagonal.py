@@ -56,6 +56,21 @@ class DiagonalConfig(NamedTuple):
     seeds: tuple = (0, 1, 2, 3, 4)
     subset: float = 0.8
     digits: tuple = (4, 9)
+    long_steps: int = 100000  # the horizon of GD and ℓ2-SAM for "majors last" (5×)
+    long_every: int = 500
+    long_depths: tuple = (2, 3, 4)
+
+
+def long_config(config: DiagonalConfig) -> DiagonalConfig:
+    """The long-horizon runs' settings: ``long_steps`` steps saved every ``long_every``, at the
+    depths ``long_depths`` with their start scales."""
+    alphas = dict(zip(config.depths, config.alphas, strict=True))
+    return config._replace(
+        steps=config.long_steps,
+        every=config.long_every,
+        depths=tuple(config.long_depths),
+        alphas=tuple(alphas[L] for L in config.long_depths),
+    )
 
 
 def _method(name, depth, d2, config, total_time):
@@ -80,9 +95,12 @@ def _cos(B, u):
     return B @ u / np.maximum(np.linalg.norm(B, axis=1), np.finfo(float).tiny)
 
 
-def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
+def run_diagonal(config: DiagonalConfig, progress=None, methods=METHODS) -> xr.Dataset:
     """Train every (method, depth, seed) and return the measurements (dims method, depth,
-    seed, step). ``progress(message)`` is called after each (method, depth)."""
+    seed, step). ``methods``: a subset of :data:`METHODS`. ``progress(message)`` is called
+    after each (method, depth)."""
+    if not methods or any(m not in METHODS for m in methods):
+        raise ValueError(f"`methods` must be a non-empty subset of {METHODS}; got {methods!r}.")
     if len(config.alphas) != len(config.depths):
         raise ValueError(
             f"`alphas` must give one scale per depth ({len(config.depths)}); got {config.alphas}."
@@ -109,12 +127,12 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
     Y = jnp.asarray(ys)
     total_time = config.steps * config.lr
     n_saved = config.steps // config.every + 1
-    shape = (len(METHODS), len(config.depths), len(config.seeds), n_saved)
+    shape = (len(methods), len(config.depths), len(config.seeds), n_saved)
     out = {
         k: np.full(shape, np.nan)
         for k in ("loss", "low_share", "dominant_rank", "cos_l1", "cos_l2", "radius")
     }
-    for a, name in enumerate(METHODS):
+    for a, name in enumerate(methods):
         for b, (depth, alpha) in enumerate(zip(config.depths, config.alphas, strict=True)):
             method = _method(name, depth, 2 * d, config, total_time)
             theta0 = jnp.asarray(
@@ -133,7 +151,9 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
                     every=config.every,
                 )
 
-            runs = jax.vmap(one)(X2, Y, theta0)  # one Trajectory, batched over the seeds
+            # one Trajectory, batched over the seeds: lax.map runs them one after another in one
+            # program (on a CPU a vmapped run costs more per lane than a lone one)
+            runs = jax.lax.map(lambda a, one=one: one(*a), (X2, Y, theta0))
             thetas, loss = runs.thetas, runs.loss
             beta = np.asarray(flows.beta(thetas))  # (S, T, 2d)
             be = beta[..., :d] - beta[..., d:]
@@ -153,7 +173,7 @@ def run_diagonal(config: DiagonalConfig, progress=None) -> xr.Dataset:
             if progress is not None:
                 progress(f"diagonal {name} L={depth}: final loss {np.nanmean(loss[:, -1]):.2e}")
     coords = {
-        "method": list(METHODS),
+        "method": list(methods),
         "depth": list(config.depths),
         "seed": list(config.seeds),
         "step": np.arange(n_saved) * config.every,

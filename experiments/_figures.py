@@ -3,9 +3,10 @@
 Drawn at the printed width (5.5 in) and saved at exactly that size (constrained layout, no
 tight bounding box), every text at the style's 8 pt (7 pt only for plain text without sub- or
 superscripts), methods in the Okabe–Ito colours of :data:`figures._style.METHOD_COLORS`
-(ℓ2-SAM at LE-SAM's mean radius ρ̄ in the palette's sky blue). Bands are 95 % Student-t
-intervals over seeds. Each ``draw_*`` returns the figure; each ``*_figure`` saves it as PDF and
-PNG and returns the paths.
+(ℓ2-SAM at LE-SAM's mean radius ρ̄ in the palette's sky blue, everywhere; LE-SAM capped in its
+orange). Curves are paired differences (method minus baseline, same seed): the mean solid, its
+95 % Student-t interval over seeds as two thin pale lines; 0 is the dotted reference. Each
+``draw_*`` returns the figure; each ``*_figure`` saves it as PDF and PNG and returns the paths.
 """
 
 from pathlib import Path
@@ -13,12 +14,18 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+import analysis
 from figures.internal import (
     FULL_WIDTH,
     METHOD_COLORS,
     OKABE_ITO,
+    REFERENCE,
     SMALL_SIZE,
+    draw_classes,
     new_figure,
+    panel_labels,
+    regime_cmap,
+    regime_handles,
     save_figure,
     styled,
 )
@@ -29,66 +36,159 @@ COLORS = {
     "GD": METHOD_COLORS["GD"],
     "SGD": METHOD_COLORS["GD"],
     "ℓ2-SAM": METHOD_COLORS["ℓ2-SAM"],
-    "ℓ2-SAM ρmax": METHOD_COLORS["ℓ2-SAM"],
+    "ℓ2-SAM best": METHOD_COLORS["ℓ2-SAM"],
     "ℓ∞-SAM": METHOD_COLORS["ℓ∞-SAM"],
     "LE-SAM": METHOD_COLORS["LE-SAM"],
+    "LE-SAM capped": OKABE_ITO["orange"],
     "ℓ2-SAM ρ̄": OKABE_ITO["sky"],
+}
+LABELS = {
+    "GD": "GD",
+    "SGD": "SGD",
+    "ℓ2-SAM": r"$\ell_2$-SAM",
+    "ℓ∞-SAM": r"$\ell_\infty$-SAM",
+    "LE-SAM": "LE-SAM",
+    "LE-SAM capped": "LE-SAM capped",
+    "ℓ2-SAM ρ̄": r"$\ell_2$-SAM at $\bar\rho$",
+    "ℓ2-SAM best": r"$\ell_2$-SAM, best $\rho$",
 }
 
 
-def _band(ax, x, values, color, label, ls="-"):
+def _color(method):
+    return COLORS.get(method, OKABE_ITO["purple"])  # the sweep's other radii
+
+
+def _label(method):
+    if method.startswith("ℓ2-SAM ρ="):
+        return r"$\ell_2$-SAM, $\rho=" + method.split("=")[1] + "$"
+    return LABELS.get(method, method)
+
+
+def _band(ax, x, values, color, label):
+    """The mean over seeds (solid) and its 95 % t interval (two thin, pale solid lines: a
+    dotted line is a reference in this set, and fills would overlap)."""
     m, h = mean_ci(values)
-    ax.plot(x, m, color=color, label=label, ls=ls)
+    ax.plot(x, m, color=color, label=label, lw=1.1)
     if np.any(np.isfinite(h)):
-        ax.fill_between(x, m - h, m + h, color=color, alpha=0.2, lw=0)
+        for edge in (m - h, m + h):
+            ax.plot(x, edge, color=color, lw=0.5, alpha=0.45)
 
 
-def draw_diagonal(ds) -> Figure:
-    """Low-intensity share of |β| and j†'s intensity quantile against time, per depth."""
-    depths = ds.depth.values
+def draw_diagonal(ds, long) -> Figure:
+    """Each method's low-intensity share minus GD's (paired by seed) against time, per depth;
+    below, ℓ2-SAM's minus GD's over the long horizon."""
+    depths = list(ds.depth.values)
     fig = new_figure(FULL_WIDTH, 3.4)
-    axes = fig.subplots(2, len(depths), sharex=True, squeeze=False)
+    axes = fig.subplots(2, len(depths), squeeze=False)
     t = ds.time.values
     keep = t > 0
+    gd = ds.sel({"method": "GD"}).low_share.values
     for b, depth in enumerate(depths):
+        ax = axes[0, b]
         for method in ds.method.values:
+            if method == "GD":
+                continue
             sel = ds.sel({"method": method, "depth": depth})
-            _band(axes[0, b], t[keep], sel.low_share.values[:, keep], COLORS[method], method)
-            _band(axes[1, b], t[keep], sel.dominant_rank.values[:, keep], COLORS[method], method)
-        axes[0, b].set_title(f"L = {depth}")
-        axes[1, b].set_xscale("log")
-        axes[1, b].set_xlabel("time t = kη")
-        axes[0, b].set_ylim(0, 1)
-        axes[1, b].set_ylim(-0.05, 1.05)
-    axes[0, 0].set_ylabel("share of |β| on\nlow-intensity pixels")
-    axes[1, 0].set_ylabel("intensity quantile\nof j†")
-    axes[0, 0].legend(loc="upper left", ncol=1, handlelength=1.2)
+            diff = sel.low_share.values - gd[b]
+            _band(ax, t[keep], diff[:, keep], _color(method), _label(method))
+        ax.axhline(0, **REFERENCE)
+        ax.set_xscale("log")
+        ax.set_title(f"$L={depth}$")
+        ax = axes[1, b]
+        if depth in long.depth.values:
+            tl = long.time.values
+            kl = tl > 0
+            sel = long.sel({"depth": depth})
+            diff = (
+                sel.sel({"method": "ℓ2-SAM"}).low_share.values
+                - sel.sel({"method": "GD"}).low_share.values
+            )
+            _band(ax, tl[kl], diff[:, kl], _color("ℓ2-SAM"), _label("ℓ2-SAM"))
+            ax.axhline(0, **REFERENCE)
+            ax.set_xscale("log")
+        else:
+            ax.set_axis_off()
+        ax.set_xlabel(r"time $t=k\eta$")
+    axes[0, 0].set_ylabel("low-intensity share\nminus GD's")
+    axes[1, 0].set_ylabel("long horizon:\n" + r"$\ell_2$-SAM minus GD")
+    axes[0, 0].legend(loc="upper left", handlelength=1.2)
+    panel_labels([ax for ax in axes.flat if ax.axison])
     return fig
 
 
-def diagonal_figure(ds, out: Path) -> list[Path]:
-    return save_figure(styled(draw_diagonal, ds), out, "diagonal_shares")
+def diagonal_figure(ds, long, out: Path) -> list[Path]:
+    return save_figure(styled(draw_diagonal, ds, long), out, "diagonal_shares")
+
+
+def draw_regime_map(rm) -> Figure:
+    """Per digit pair: the measured ℓ2-SAM regime (depth × α/ρ) beside the theory's."""
+    pairs = list(rm.pair.values)
+    fig = new_figure(FULL_WIDTH, 1.2 * len(pairs) + 0.9)
+    axes = fig.subplots(len(pairs), 2, squeeze=False, sharex=True)
+    cmap, norm = regime_cmap()
+    ratios = rm.ratio.values
+    x_edges = np.arange(len(ratios) + 1) - 0.5
+    y_edges = np.arange(rm.sizes["depth"] + 1) - 0.5
+    codes = {name: k for k, name in enumerate(analysis.REGIMES)}
+    present = set()
+    for p, pair in enumerate(pairs):
+        for c, (grid, title) in enumerate(
+            (
+                (rm.measured.values[p, :, 1], "measured, full pair"),
+                (rm.theory.values[p], r"theory, one example $\mu$"),
+            )
+        ):
+            code = np.vectorize(codes.get)(grid).astype(int)
+            present |= set(np.unique(code).tolist())
+            ax = axes[p, c]
+            draw_classes(ax, x_edges, y_edges, code, cmap, norm, hatched=(codes["undetermined"],))
+            ax.set_yticks(range(rm.sizes["depth"]), [f"$L={L}$" for L in rm.depth.values])
+            ax.set_xticks(range(len(ratios)), [f"{r:g}" for r in ratios], fontsize=SMALL_SIZE)
+            ax.set_title(f"{pair}: {title}")
+        axes[p, 0].set_ylabel("depth")
+    for ax in axes[-1]:
+        ax.set_xlabel(r"$\alpha/\rho$")
+    fig.legend(handles=regime_handles(present), loc="outside lower center", ncol=3,
+               fontsize=SMALL_SIZE)  # fmt: skip
+    panel_labels(list(axes.flat))
+    return fig
+
+
+def regime_figure(rm, out: Path) -> list[Path]:
+    return save_figure(styled(draw_regime_map, rm), out, "regime_map_digits")
+
+
+def _sam(ds):
+    """The ℓ2-SAM run of the attribution panels: the sweep's largest radius."""
+    return f"ℓ2-SAM ρ={max(ds.attrs['sweep']):g}"
 
 
 def draw_shares(cnn) -> Figure:
-    """Minor share of Grad-CAM and saliency and accuracy with only the minor feature."""
+    """Minor share of Grad-CAM and saliency, and accuracy with only the minor feature kept,
+    minus SGD's (paired by seed), for ℓ2-SAM (the sweep's largest radius) and LE-SAM."""
     names = list(cnn)
     fig = new_figure(FULL_WIDTH, 1.7 * len(names) + 0.4)
     axes = fig.subplots(len(names), 3, squeeze=False)
     for r, name in enumerate(names):
         ds = cnn[name]
         step = ds.step.values
-        for method in ds.method.values:
+        base = ds.sel({"method": "SGD"})
+        for method in (_sam(ds), "LE-SAM"):
             sel = ds.sel({"method": method})
+            color = METHOD_COLORS["ℓ2-SAM"] if method.startswith("ℓ2") else _color(method)
             for c, var in enumerate(("cam_minor_share", "sal_minor_share", "acc_only_minor")):
-                _band(axes[r, c], step, sel[var].values, COLORS[method], method)
+                diff = sel[var].values - base[var].values
+                _band(axes[r, c], step, diff, color, _label(method))
         minor = "weak patch" if name == "patches" else "low-intensity pixels"
-        axes[r, 0].set_ylabel(f"{name}\nGrad-CAM share on\n{minor}")
-        axes[r, 1].set_ylabel(f"saliency share on\n{minor}")
-        axes[r, 2].set_ylabel("test accuracy,\nonly minor kept")
+        axes[r, 0].set_ylabel(f"{name}\nGrad-CAM share on\n{minor}, − SGD")
+        axes[r, 1].set_ylabel("saliency share, − SGD")
+        axes[r, 2].set_ylabel("acc., only minor\nkept, − SGD")
         for c in range(3):
+            axes[r, c].axhline(0, **REFERENCE)
             axes[r, c].set_xlabel("step")
     axes[0, 0].legend(loc="best", handlelength=1.2)
+    panel_labels(list(axes.flat))
+    fig.get_layout_engine().set(rect=(0, 0, 0.985, 1))  # room for the last tick label
     return fig
 
 
@@ -96,14 +196,25 @@ def shares_figure(cnn, out: Path) -> list[Path]:
     return save_figure(styled(draw_shares, cnn), out, "cnn_minor_share")
 
 
-def draw_maps(cnn, methods=("SGD", "ℓ2-SAM ρmax"), seed_index=0, example=0) -> Figure:
-    """Grad-CAM maps of one test image at five moments of training, SGD and SAM side by side."""
+def map_moments(n_ckpt: int) -> np.ndarray:
+    """The checkpoints drawn by :func:`draw_maps`: 0, 10 %, 25 %, 50 % and 100 % of training."""
+    return np.unique(np.round(np.array([0, 0.1, 0.25, 0.5, 1.0]) * (n_ckpt - 1)).astype(int))
+
+
+def map_headers(ds) -> list:
+    """The column headers of one task's rows in :func:`draw_maps`: the steps of its own
+    checkpoints."""
+    return [f"step {int(ds.step.values[k])}" for k in map_moments(ds.sizes["checkpoint"])]
+
+
+def draw_maps(cnn, methods=("SGD", "ℓ2-SAM best"), seed_index=0, example=0) -> Figure:
+    """Grad-CAM maps of one test image at five moments of training, SGD and SAM side by side;
+    each task's first row carries the steps of that task's checkpoints."""
     names = list(cnn)
-    n_ckpt = cnn[names[0]].sizes["checkpoint"]
-    moments = np.unique(np.round(np.array([0, 0.1, 0.25, 0.5, 1.0]) * (n_ckpt - 1)).astype(int))
     rows = [(name, m) for name in names for m in methods]
-    fig = new_figure(FULL_WIDTH, 0.95 * len(rows) + 0.3)
-    axes = fig.subplots(len(rows), len(moments) + 1, squeeze=False)
+    n_cols = max(len(map_moments(cnn[n].sizes["checkpoint"])) for n in names) + 1
+    fig = new_figure(FULL_WIDTH, 1.05 * len(rows) + 0.4)
+    axes = fig.subplots(len(rows), n_cols, squeeze=False)
     for r, (name, method) in enumerate(rows):
         ds = cnn[name]
         axes[r, 0].imshow(ds.attr_images.values[example], cmap="gray")
@@ -115,11 +226,12 @@ def draw_maps(cnn, methods=("SGD", "ℓ2-SAM ρmax"), seed_index=0, example=0) -
                 ds.attr_major.values[example], levels=[0.5], colors="#56B4E9", linewidths=0.8
             )
         axes[r, 0].set_ylabel(f"{name}\n{method}", fontsize=SMALL_SIZE)
-        for c, k in enumerate(moments, start=1):
+        headers = map_headers(ds)
+        for c, k in enumerate(map_moments(ds.sizes["checkpoint"]), start=1):
             cam = ds.cam_maps.sel({"method": method}).values[seed_index, k, example]
             axes[r, c].imshow(cam, cmap="magma")
-            if r == 0:
-                axes[r, c].set_title(f"step {int(ds.step.values[k])}", fontsize=SMALL_SIZE)
+            if r == 0 or rows[r - 1][0] != name:  # each task's own checkpoints
+                axes[r, c].set_title(headers[c - 1], fontsize=SMALL_SIZE)
     axes[0, 0].set_title("input", fontsize=SMALL_SIZE)
     fig.suptitle(
         "Grad-CAM of one test image over training, each map on its own scale\n"
@@ -136,46 +248,45 @@ def maps_figure(cnn, out: Path, **kwargs) -> list[Path]:
     return save_figure(styled(draw_maps, cnn, **kwargs), out, "cnn_gradcam_maps")
 
 
+COMPARATORS = ("SGD", "ℓ2-SAM ρ̄", "ℓ2-SAM best")
+
+
 def draw_flatness(cnn) -> Figure:
-    """Hessian trace and top eigenvalue at equal training loss; test-accuracy gap to SGD."""
+    """LE-SAM minus each comparator (paired by seed): tr H and λ_max at each fixed loss level;
+    below, each method's test accuracy minus SGD's over training."""
     names = list(cnn)
-    fig = new_figure(FULL_WIDTH, 3.6)
+    fig = new_figure(FULL_WIDTH, 3.8)
     axes = fig.subplots(2, len(names), squeeze=False)
     for c, name in enumerate(names):
         ds = cnn[name]
-        methods = list(ds.method.values)
-        x = np.arange(len(methods))
+        le = ds.sel({"method": "LE-SAM"})
         ax = axes[0, c]
-        for k, (var, marker, off) in enumerate(
-            (("flat_trace", "o", -0.15), ("flat_top", "s", 0.15))
-        ):
-            m, h = mean_ci(ds[var].values, axis=1)
-            for i, method in enumerate(methods):
-                ax.errorbar(
-                    x[i] + off,
-                    m[i],
-                    yerr=h[i],
-                    fmt=marker,
-                    color=COLORS[method],
-                    ms=4,
-                    capsize=2,
-                    mfc="white" if k else COLORS[method],
-                )
-        ax.set_xticks(x, [s.replace(" ", "\n") for s in methods], fontsize=SMALL_SIZE)
-        ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-        ax.set_title(
-            f"{name}: at training loss {ds.attrs['equal_loss']:.3g}\ntr H (filled), λ_max (open)"
-        )
+        levels = ds.level.values
+        for i, comp in enumerate(COMPARATORS):
+            other = ds.sel({"method": comp})
+            for k, (var, marker) in enumerate((("flat_trace", "o"), ("flat_top", "s"))):
+                diff = le[var].values - other[var].values  # (level, seed)
+                m, h = mean_ci(diff, axis=1)
+                x = np.arange(len(levels)) + 0.12 * (i - 1) + 0.04 * (2 * k - 1)
+                ax.errorbar(x, m, yerr=h, fmt=marker, color=_color(comp), ms=3.5, capsize=2,
+                            mfc="white" if k else _color(comp),
+                            label=f"− {_label(comp)}" if k == 0 else None)  # fmt: skip
+        ax.axhline(0, **REFERENCE)
+        ax.set_xticks(range(len(levels)), [f"loss {lv:g}" for lv in levels])
+        ax.set_title(f"{name}: LE-SAM minus comparator\n" + r"tr$\,H$ (filled), "
+                     r"$\lambda_{\max}$ (open)")  # fmt: skip
         ax = axes[1, c]
         step = ds.step.values
         base = ds.test_acc.sel({"method": "SGD"}).values
-        for method in methods[1:]:
+        for method in ("LE-SAM", "LE-SAM capped", "ℓ2-SAM ρ̄", "ℓ2-SAM best"):
             gap = ds.test_acc.sel({"method": method}).values - base
-            _band(ax, step, 100 * gap, COLORS[method], method)
-        ax.axhline(0, color="#888888", lw=0.6)
+            _band(ax, step, 100 * gap, _color(method), _label(method))
+        ax.axhline(0, **REFERENCE)
         ax.set_xlabel("step")
         ax.set_ylabel("test accuracy − SGD's\n(points, paired by seed)")
+    axes[0, 0].legend(loc="best", handlelength=1.0)
     axes[1, 0].legend(loc="best", handlelength=1.2)
+    panel_labels(list(axes.flat))
     return fig
 
 

@@ -11,11 +11,16 @@ the experiments cannot make is refused as the figures refuse it.
 
 from ._common import check_folder as check_folder
 from ._common import folder_path as folder_path
+from ._common import regime_cmap as regime_cmap
+from ._common import regime_handles as regime_handles
 from ._style import FULL_WIDTH as FULL_WIDTH
 from ._style import METHOD_COLORS as METHOD_COLORS
 from ._style import OKABE_ITO as OKABE_ITO
+from ._style import REFERENCE as REFERENCE
 from ._style import SMALL_SIZE as SMALL_SIZE
+from ._style import draw_classes as draw_classes
 from ._style import new_figure as new_figure
+from ._style import panel_labels as panel_labels
 from ._style import save_figure as save_figure
 from ._style import styled as styled
 

@@ -118,9 +118,10 @@ def line_style_problems(fig: Figure) -> list[str]:
         if id(line) in in_legend or not line.get_visible() or ls in _NO_LINE:
             continue
         # a custom dash pattern reports "--": tell it from the plain dashed line by its pattern
-        custom = ls == "--" and line._unscaled_dash_pattern != Line2D(
-            [], [], ls="--"
-        )._unscaled_dash_pattern
+        custom = (
+            ls == "--"
+            and line._unscaled_dash_pattern != Line2D([], [], ls="--")._unscaled_dash_pattern
+        )
         name = f"line {line.get_label()!r} ({ls}, gid {line.get_gid()!r})"
         if ls == "-":
             if line.get_gid() in _STYLE_ROLE.values():
@@ -238,12 +239,17 @@ def test_new_figure_refuses_other_widths():
 
 def _experiment_data():
     """Small random stand-ins for the experiments' results, with the variables, dimensions and
-    coordinates of experiments._diagonal.run_diagonal and experiments._cnnrun (the figures
-    read nothing else): (diagonal, {task: cnn})."""
+    coordinates of experiments._diagonal.run_diagonal, experiments._regime_map and
+    experiments._cnnrun (the figures read nothing else): (diagonal, long, regime map,
+    {task: cnn})."""
     import xarray as xr
 
-    from experiments._cnnrun import METHODS as CNN_METHODS
+    import analysis
+    from experiments._cnnrun import methods
     from experiments._diagonal import METHODS as DIAG_METHODS
+
+    sweep = (0.1, 0.4)
+    CNN_METHODS = methods(sweep)
 
     rng = np.random.default_rng(0)
     depths, seeds, steps = [1, 2, 3, 4], [0, 1, 2], np.arange(6) * 20
@@ -254,6 +260,20 @@ def _experiment_data():
         coords={"method": list(DIAG_METHODS), "depth": depths, "seed": seeds, "step": steps},
     )
     diag["time"] = ("step", steps * 0.1)
+    long = diag.sel({"method": ["GD", "ℓ2-SAM"], "depth": [2, 3, 4]})
+    names = np.array(analysis.REGIMES)
+    rm = xr.Dataset(
+        {
+            "measured": (("pair", "depth", "method", "ratio"), rng.choice(names, (2, 4, 2, 8))),
+            "theory": (("pair", "depth", "ratio"), rng.choice(names, (2, 4, 8))),
+        },
+        coords={
+            "pair": ["4 vs 9", "3 vs 8"],
+            "depth": depths,
+            "method": ["GD", "ℓ2-SAM"],
+            "ratio": np.geomspace(0.08, 0.8, 8),
+        },  # fmt: skip
+    )
     n_m, n_s, n_c, side = len(CNN_METHODS), len(seeds), 5, 8
     cnn = {}
     for name in ("patches", "digits"):
@@ -265,7 +285,7 @@ def _experiment_data():
             k: (per_run, rng.uniform(size=(n_m, n_s, n_c)))
             for k in ("cam_minor_share", "sal_minor_share", "acc_only_minor", "test_acc")
         }
-        values |= {k: (("method", "seed"), rng.uniform(1, 2, size=(n_m, n_s)))
+        values |= {k: (("method", "level", "seed"), rng.uniform(1, 2, size=(n_m, 2, n_s)))
                    for k in ("flat_trace", "flat_top")}  # fmt: skip
         values |= {
             "cam_maps": (per_run + maps, rng.uniform(size=(n_m, n_s, n_c, 1, side, side))),
@@ -277,13 +297,14 @@ def _experiment_data():
             values,
             coords={
                 "method": list(CNN_METHODS),
+                "level": [0.1, 0.03],
                 "seed": seeds,
                 "checkpoint": np.arange(n_c),
                 "step": ("checkpoint", np.arange(n_c) * 100),
             },  # fmt: skip
-            attrs={"equal_loss": 0.05},
+            attrs={"sweep": list(sweep)},
         )
-    return diag, cnn
+    return diag, long, rm, cnn
 
 
 def test_experiment_figures_are_printed_width_with_large_enough_text(tmp_path):
@@ -292,19 +313,20 @@ def test_experiment_figures_are_printed_width_with_large_enough_text(tmp_path):
     nothing off the page, one meaning per line style."""
     from experiments import _figures
 
-    diag, cnn = _experiment_data()
+    diag, long, rm, cnn = _experiment_data()
     drawn = {
-        "diagonal_shares": (_figures.draw_diagonal, _figures.diagonal_figure, diag),
-        "cnn_minor_share": (_figures.draw_shares, _figures.shares_figure, cnn),
-        "cnn_gradcam_maps": (_figures.draw_maps, _figures.maps_figure, cnn),
-        "cnn_flatness": (_figures.draw_flatness, _figures.flatness_figure, cnn),
+        "diagonal_shares": (_figures.draw_diagonal, _figures.diagonal_figure, (diag, long)),
+        "regime_map_digits": (_figures.draw_regime_map, _figures.regime_figure, (rm,)),
+        "cnn_minor_share": (_figures.draw_shares, _figures.shares_figure, (cnn,)),
+        "cnn_gradcam_maps": (_figures.draw_maps, _figures.maps_figure, (cnn,)),
+        "cnn_flatness": (_figures.draw_flatness, _figures.flatness_figure, (cnn,)),
     }
     for name, (draw, save, data) in drawn.items():
-        fig = _style.styled(draw, data)
+        fig = _style.styled(draw, *data)
         assert fig.get_figwidth() == _style.FULL_WIDTH, name
         assert text_problems(fig) == [], name
         assert line_style_problems(fig) == [], name
-        pdf, png = save(data, tmp_path)
+        pdf, png = save(*data, tmp_path)
         assert (pdf.name, png.name) == (f"{name}.pdf", f"{name}.png")
         ((width, height),) = pdf_page_size(pdf)
         assert width == pytest.approx(_style.FULL_WIDTH, abs=0.01), name
