@@ -6,6 +6,7 @@ straightforward per-trajectory loop measured in the same run, as ratios.
                                                      # diagram and critical_alpha at L = 8 against
                                                      # the ratios recorded in regression.json
     python benchmarks/analysis_jobs.py --record      # the same, recording the ratios
+    python benchmarks/analysis_jobs.py --only L=8    # the jobs whose names contain "L=8"
 
 Baseline: ``benchmarks/engine.py:user_loop``, the loop a user could write for rescaled ℓ2-SAM at
 L = 2 (Dopri5, I controller, closed-form field), on its 65,536 points, one thread: its wall and
@@ -86,9 +87,16 @@ def main(argv=None):
     ap.add_argument("--regression", action="store_true")
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "jobs"))
+    ap.add_argument("--only", default="", help="run the jobs whose names contain one of these "
+                    "comma-separated words (e.g. 'L=2,check')")  # fmt: skip
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     jobs = REGRESSION if (a.regression or a.record) else JOBS
+    if a.only:
+        words = [w.strip() for w in a.only.split(",") if w.strip()]
+        jobs = {k: v for k, v in jobs.items() if any(w in k for w in words)}
+        if not jobs:
+            ap.error(f"--only {a.only!r} matches no job of {sorted(JOBS)}")
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     base_wall, base_cpu = baseline()
     print(f"baseline user loop, 65,536 serial solves: {base_wall:.1f} s wall, {base_cpu:.1f} s CPU")
