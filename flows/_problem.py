@@ -158,7 +158,7 @@ def single_example(mu) -> Dataset:
     if mu.ndim != 1 or mu.shape[0] < 1:
         raise ValueError(f"`mu` must be a 1-D array of length d >= 1; got shape {mu.shape}.")
     check_finite("mu", mu)
-    return Dataset(np.asarray(mu)[None, :], np.ones(1))
+    return Dataset(mu[None, :] if is_traced(mu) else np.asarray(mu)[None, :], np.ones(1))
 
 
 def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
