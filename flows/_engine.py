@@ -1245,17 +1245,20 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
     lead = tr["lead"] if tracking else np.zeros(N, np.int64)
     lost = tr["lost"] if tracking else np.zeros(N, np.bool_)
     q0 = tr["q0"] if tracking else np.zeros((N, d))
-    full = lambda v: np.ascontiguousarray(np.broadcast_to(np.asarray(v, float), (N,)))  # noqa: E731
+    # every array input C-contiguous and writable: numba compiles one signature per layout and
+    # read-only flag, and the loop is compiled once (a read-only view, e.g. of a JAX array or of a
+    # broadcast number, would compile the whole loop again)
+    own = lambda v: np.require(v, float, ("C", "W"))  # noqa: E731
+    full = lambda v: own(np.broadcast_to(np.asarray(v, float), (N,)))  # noqa: E731
     args = (
-        chunks, np.ascontiguousarray(y0s, float), np.ascontiguousarray(params, float),
-        np.ascontiguousarray(atols, float), np.ascontiguousarray(ts, float), full(t1),
-        int(solver), int(kind), bool(per_layer), np.ascontiguousarray(X, float),
-        np.ascontiguousarray(Y, float), int(loss), bool(rescaled), bool(clock), int(L), int(d),
+        chunks, own(y0s), own(params), own(atols), own(ts), full(t1),
+        int(solver), int(kind), bool(per_layer), own(X),
+        own(Y), int(loss), bool(rescaled), bool(clock), int(L), int(d),
         float(rtol), int(max_steps), full(collapse), full(escape), float(loss_tol),
         out["saved"], out["y_end"], out["status"], out["t_end"], out["n_steps"],
         out["n_rejected"], bool(tracking), int(tr.get("samples", 1)),
         float(tr.get("tie_ulps", 0.0)), bool(tr.get("guard", False)),
-        np.ascontiguousarray(q0, float), lead, lost, out["sw_t"], out["sw_j"], out["sw_n"],
+        own(q0), lead, lost, out["sw_t"], out["sw_j"], out["sw_n"],
         bool(logs), r0 is not None, full(1.0 if r0 is None else r0),
     )  # fmt: skip
     bounds = list(zip(chunks[:-1], chunks[1:], strict=True))
