@@ -60,10 +60,13 @@ def _power(cases, scale=1.0):
     ns = [int(np.isfinite(np.asarray(v, float)).sum()) for _, v, _ in cases]
     halves = [_ci(np.asarray(v, float) * scale)[1] for _, v, _ in cases]
     halves = [h for h in halves if np.isfinite(h)]
-    n = min(ns) if ns else 0
-    sd = f"{min_detectable(n):.2f} sd" if n >= 2 else "none (n < 2)"
+    measured = [n for n in ns if n >= 2]  # a case with fewer values is missing, not powerless
+    if not measured:
+        return "none: no case has two values"
+    missing = len(ns) - len(measured)
     half = f"; half-widths up to {max(halves):.3g}" if halves else ""
-    return f"n ≥ {n}: {sd}{half}"
+    gone = f"; {missing} of {len(ns)} cases missing" if missing else ""
+    return f"n ≥ {min(measured)}: {min_detectable(min(measured)):.2f} sd{half}{gone}"
 
 
 def claim(text, test, opposite, cases, judged=True, digits=3, scale=1.0) -> Claim:

@@ -8,7 +8,7 @@ from . import _rules
 from ._config import release_compiled_when_crowded
 from ._dynamics import real_time
 from ._methods import LESAM, AbstractMethod
-from ._options import AUTO_ATOL_REL, SolverOptions
+from ._options import SolverOptions, auto_atol
 from ._problem import Dataset, beta, loss_arguments, loss_fn
 from ._solve import check_problem, check_ts
 from ._trajectory import Trajectory
@@ -164,8 +164,7 @@ def _param_rows(method, values, n):
 
 def _atols(options, theta0):
     if isinstance(options.atol, str):
-        scale = np.max(np.abs(theta0.reshape(theta0.shape[0], -1)), axis=1)
-        return AUTO_ATOL_REL * np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        return auto_atol(np.max(np.abs(theta0.reshape(theta0.shape[0], -1)), axis=1), np)
     return np.full(theta0.shape[0], float(options.atol))
 
 

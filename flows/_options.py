@@ -41,6 +41,15 @@ NUMBA_SOLVERS = ("tsit5", "dopri5")
 #: (this itself where θ₀ = 0 or is not finite). The analysis's runs have their own rule,
 #: ``analysis._regime.RUN_ATOL_REL``; docs/numerics.md explains both.
 AUTO_ATOL_REL = 1e-10
+
+
+def auto_atol(scale, xp=jnp):
+    """The rule of ``atol="auto"``: ``AUTO_ATOL_REL`` times the start's scale max|θ₀| (times 1
+    where that is 0 or not finite), elementwise in ``scale``; ``xp`` the array namespace (NumPy
+    for the engine's batches, JAX, traceable, for diffrax)."""
+    return AUTO_ATOL_REL * xp.where(xp.isfinite(scale) & (scale > 0), scale, 1.0)
+
+
 # diffrax rejects a step whose error estimate is not finite and shrinks it by
 # `factormin` = 0.2, for ever where the field is NaN at or just past the state: an
 # LE-SAM schedule that is NaN would spend the whole step budget and end `max_steps`.
@@ -294,9 +303,7 @@ class SolverOptions(eqx.Module):
             return jnp.where(jnp.isfinite(self.atol) & (self.atol > 0), self.atol, jnp.nan)
         if not isinstance(self.atol, str):
             return self.atol
-        scale = jnp.max(jnp.abs(theta0))
-        ok = jnp.isfinite(scale) & (scale > 0)
-        return AUTO_ATOL_REL * jnp.where(ok, scale, 1.0)
+        return auto_atol(jnp.max(jnp.abs(theta0)))
 
     def controller(self, atol) -> diffrax.PIDController:
         """The PID step-size controller of the diffrax backend (one definition).

@@ -536,3 +536,14 @@ def test_published_regime_map_cells():
             agree += sum(x == t for x, t in zip(meas, theo, strict=True))
             assert f"| {pair} | {depth} | " + " | ".join(cells) + " |" in page
     assert f"agree in {agree} of {rm.measured.values[:, :, 1].size} cells" in page
+
+
+def test_the_power_column_counts_the_measured_cases_and_names_the_missing():
+    """A case that never reached its level (NaN) is missing; the power is that of the cases
+    measured (t_{0.975,4}/√5 = 2.776/2.236 = 1.24 sd at n = 5), not "n ≥ 0"."""
+    from experiments._report import _power
+
+    five, nan = np.arange(5.0), np.full(5, np.nan)
+    assert _power([("a", five, 1), ("b", nan, 1)]).startswith("n ≥ 5: 1.24 sd")
+    assert _power([("a", five, 1), ("b", nan, 1)]).endswith("; 1 of 2 cases missing")
+    assert _power([("b", nan, 1)]) == "none: no case has two values"
