@@ -46,7 +46,8 @@ import flows
 from flows.internal import as_array, check_finite, is_traced
 
 from ._dominant import log_abs_beta
-from ._inputs import check_alpha, check_depth, check_kind, check_method, check_mu
+from ._inputs import check_kind, check_method
+from ._predict import limit_index
 
 
 def perturbation_bound(method):
@@ -268,98 +269,6 @@ def q_order_applies(method, depth: int) -> bool:
     ``method`` at ``depth``: GD, ℓ2-SAM and LE-SAM at :math:`L\ge3` (exact ℓ∞-SAM has its own
     order, smoothed ℓ∞-SAM none)."""
     return depth >= 3 and not isinstance(method, flows.LinfSAM)
-
-
-def limit_index(method, mu, alpha, depth: int):
-    r"""Traceable :func:`limit_leader`: the index, or -1 where it predicts none."""
-    mu = jnp.asarray(mu, dtype=jnp.float64)
-    alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype=jnp.float64), mu.shape)
-    if depth <= 2 and not isinstance(method, flows.LinfSAM) or depth == 1:
-        score = mu
-    elif isinstance(method, flows.LinfSAM):
-        shifted = jnp.where(alpha > method.rho, alpha - method.rho, 1.0)
-        score = jnp.where(alpha > method.rho, mu * shifted ** (depth - 2), -jnp.inf)
-    else:
-        score = mu * alpha ** (depth - 2)
-    top = score == jnp.max(score)
-    unique = (jnp.sum(top) == 1) & jnp.isfinite(jnp.max(score))
-    return jnp.where(unique, jnp.argmax(score), -1)
-
-
-def limit_leader(method, mu, alpha, depth: int):
-    r"""The predicted limit of :math:`j^\dagger` from a balanced start, if the run escapes.
-
-    One definition of the limit predictions (docs/theory.md §15), index 0-based, or None when no
-    coordinate can escape or the prediction ties:
-
-    * :math:`L=1`: :math:`\dot w=\mu` exactly, so :math:`\arg\max\mu` (the direction itself
-      tends to :math:`\mu/\lVert\mu\rVert`, claim C1);
-    * ℓ∞-SAM, :math:`L\ge2`: the coordinates decouple, :math:`\dot w_j=\mu_j(w_j-\rho)^{L-1}`
-      for :math:`w_j>0`, so only :math:`\alpha_j>\rho` grow and the limit is
-      :math:`\arg\max_{\alpha_j>\rho}\mu_j(\alpha_j-\rho)^{L-2}` (claim C2; at :math:`L=2`
-      :math:`\arg\max_{\alpha_j>\rho}\mu_j`, the largest rate);
-    * GD, ℓ2-SAM, LE-SAM: :math:`\arg\max\mu` at :math:`L=2` (C3), and at :math:`L\ge3` the
-      :math:`q`-order theorem's :math:`\arg\max_j\mu_j\alpha_j^{L-2}` (docs/theory.md §10).
-
-    >>> import flows, analysis
-    >>> analysis.limit_leader(flows.LinfSAM(0.1), [1.0, 2.0, 3.0], [0.6, 0.25, 0.12], 3)
-    0
-    """
-    check_method(method)
-    depth = check_depth(depth)
-    mu = check_mu(mu)
-    alpha = check_alpha(alpha, mu.shape[0])
-    k = int(limit_index(method, mu, alpha, depth))
-    return None if k < 0 else k
-
-
-def linf_tie(method, mu, alpha_k, depth: int, k: int = 0, j: int = 1):
-    r"""The start :math:`\alpha_j` at which coordinate :math:`j` ties with :math:`k` in the
-    ℓ∞-SAM limit rule of :func:`limit_leader`, for :math:`L\ge3`:
-
-    .. math::
-        \mu_k(\alpha_k-\rho)^{L-2}=\mu_j(\alpha_j-\rho)^{L-2}
-        \iff\alpha_j=\rho+\Big(\frac{\mu_k}{\mu_j}\Big)^{1/(L-2)}(\alpha_k-\rho).
-
-    Both coordinates blow up at :math:`\tau^*=1/((L-2)\mu(\alpha-\rho)^{L-2})` of their own
-    decoupled flow :math:`\dot w=\mu(w-\rho)^{L-1}` (docs/theory.md §11), so on this curve they blow
-    up together; below it (:math:`\alpha_j` smaller) :math:`k` wins. For :math:`d=2`,
-    :math:`\mu_1<\mu_2` it is the line through :math:`(\rho,\rho)` of slope
-    :math:`(\mu_1/\mu_2)^{1/(L-2)}<1` that bounds the region where the minor coordinate wins.
-
-    Arguments:
-        method: ``flows.LinfSAM(rho)`` (exact sign); mu: the example, shape ``(d,)``;
-        alpha_k: start(s) of coordinate ``k``, each > ρ (below ρ it never escapes);
-        depth: :math:`L\ge3` (at :math:`L=2` the rule is :math:`\arg\max\mu` over the
-        coordinates above ρ: no curve); k, j: the two coordinates (0-based, distinct).
-
-    >>> import flows, analysis
-    >>> float(analysis.linf_tie(flows.LinfSAM(1.0), [1.0, 2.0], 3.0, 3))  # (3 - 1) / 2 + 1
-    2.0
-    """
-    if not isinstance(method, flows.LinfSAM) or method.delta is not None:
-        raise ValueError(f"`method` must be flows.LinfSAM(rho) (exact sign); got {method!r}.")
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 3:
-        raise ValueError(
-            f"`depth` must be an integer >= 3 (no tie curve at L <= 2); got {depth!r}."
-        )
-    mu = np.asarray(as_array("mu", mu, "a 1-D array of finite numbers > 0"))
-    d = mu.shape[0] if mu.ndim == 1 else 0
-    if mu.ndim != 1 or not np.all(np.isfinite(mu)) or not np.all(mu > 0):
-        raise ValueError(f"`mu` must be a 1-D array of finite numbers > 0; got {mu!r}.")
-    for name, idx in (("k", k), ("j", j)):
-        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < d:
-            raise ValueError(f"`{name}` must be an index in 0..{d - 1}; got {idx!r}.")
-    if k == j:
-        raise ValueError(f"`k` and `j` must differ; got k = j = {k}.")
-    rho = float(method.rho)
-    alpha_k = np.asarray(as_array("alpha_k", alpha_k, f"finite numbers > rho = {rho:g}"))
-    if not np.all(np.isfinite(alpha_k)) or not np.all(alpha_k > rho):
-        raise ValueError(
-            f"`alpha_k` must be finite and > rho = {rho:g} (below it coordinate k never "
-            f"escapes); got {alpha_k!r}."
-        )
-    return rho + (mu[k] / mu[j]) ** (1.0 / (depth - 2)) * (alpha_k - rho)
 
 
 def invariant_leader(method, theta0, mu):
