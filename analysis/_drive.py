@@ -87,8 +87,8 @@ def _leads(methods, data, theta0):
 
 #: The arc-length clock's floor at L >= 3, relative to the field's rate unit 1/time_scale: far
 #: below the field at the degenerate saddle, where a run near α_c lingers for τ ~ 1e29 with the
-#: field ~1e-30 of its rate; finite, so that dτ/ds is at an equilibrium (where a pass then ends
-#: at its budget after τ ~ 1e30 time units). At L <= 2 every saddle is hyperbolic (a run
+#: field ~1e-30 of its rate; not 0, so that dτ/ds stays finite at an equilibrium (where a pass
+#: then ends at its budget after τ ~ 1e30 time units). At L <= 2 every saddle is hyperbolic (a run
 #: lingers for τ ~ log(1/ε) time units only) and the floor is the rate unit itself, which keeps
 #: the turn at the saddle on the τ clock.
 _ARC_FLOOR = 1e-30
