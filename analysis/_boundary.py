@@ -106,7 +106,9 @@ def _classify(methods, data, depth, alphas, *, kind, options):
         rest = eqx.combine(jax.tree.map(lambda x: np.asarray(x)[open_], arrays), static)
         out = classify(rest, data, theta0[open_], options=options, need=need)
         codes[open_] = out["code"]
-        for k in np.flatnonzero(out["code"] == UNDETERMINED)[:1]:
+        undetermined = np.flatnonzero(out["code"] == UNDETERMINED)
+        if undetermined.size:  # the first one's reason: the search stops there
+            k = undetermined[0]
             return codes, undetermined_reason(int(out["status"][k]), int(out["passes"][k]),
                                               float(out["t_end"][k]), options)  # fmt: skip
     return codes, ""

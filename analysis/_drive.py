@@ -147,15 +147,14 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     solver = options.solver(depth)
     mu = np.asarray(data.X)[0]
     target = int(np.argmax(mu))
-    th0 = theta0
-    first = np.array(_begin(methods, data, th0, need, loss)[1])
-    lead = np.array(_leads(methods, data, th0))
+    first = np.array(_begin(methods, data, theta0, need, loss)[1])
+    lead = np.array(_leads(methods, data, theta0))
     # The default absolute tolerance is far below every weight (start_atol): the error control
     # is relative for every weight. The engine then integrates u = log θ (where every θ > 0),
     # in which exponential growth and decay are linear and that control is the plain one.
     logs = options.atol is None
     if options.atol is None:  # relative to the run's first start, kept for every pass
-        atols = np.array(_start_atols(th0), np.float64)
+        atols = np.array(_start_atols(theta0), np.float64)
     elif isinstance(options.atol, str):  # "auto": relative to each pass's start
         atols = None
     else:
@@ -167,7 +166,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     other = first != target
     # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
     code, leader, lost = (np.array(x) for x in _conclude(
-        methods, data, th0, th0, np.zeros(n, np.int64), np.zeros(n, bool), other, first,
+        methods, data, theta0, theta0, np.zeros(n, np.int64), np.zeros(n, bool), other, first,
         need))  # fmt: skip
     code[real:] = 0  # the padding rows: decided, never integrated
     t_end = np.zeros(n)
@@ -185,7 +184,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         if idx.size == 0:
             break
         budget, collapse, escape, rate = (np.asarray(x) for x in _thresholds(
-            methods, data, th0, theta, spent, level, options))  # fmt: skip
+            methods, data, theta0, theta, spent, level, options))  # fmt: skip
         budget = budget if t1 is None else np.full(n, float(t1))
         # u = log θ where no weight is negative (one at 0, e.g. underflowed in a deep decay, is
         # u = -inf and stays there); else θ, with the same relative tolerance
@@ -222,7 +221,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         level[idx] += status[idx] == flows.Status.ESCAPED
         spent[idx] += status[idx] == flows.Status.OK
         c, lead_now, lost_now = (np.array(x) for x in _conclude(
-            methods, data, th0, theta, status, lost, other, first, need))  # fmt: skip
+            methods, data, theta0, theta, status, lost, other, first, need))  # fmt: skip
         code[idx], leader[idx], lost[idx] = c[idx], lead_now[idx], lost_now[idx]
     code, last, appended, decided = (np.array(x) for x in _finish(
         code, lost=lost, last=last, lead=lead, track=track))  # fmt: skip

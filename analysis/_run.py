@@ -153,10 +153,12 @@ def conclude(method, mu, theta0, theta, status, *, lost, other, first, need):
 
 
 def finish(code, *, lost, last, lead, track):
-    r"""The end of a run: ``(code, last, appended)``. An undecided run is ``undetermined``; a run
-    decided by the :math:`q`-order theorem (``lost``) whose observed :math:`j^\dagger` does not
-    end on the theorem's leader ``lead`` gets that last change appended (``appended``; it
-    happens in the final blow-up, below the resolution of float64: its time is NaN)."""
+    r"""The end of a run: ``(code, last, appended, decided_escape)``. An undecided run is
+    ``undetermined``; a run decided by the :math:`q`-order theorem (``lost``) whose observed
+    :math:`j^\dagger` does not end on the theorem's leader ``lead`` gets that last change
+    appended (``appended``; it happens in the final blow-up, below the resolution of float64:
+    its time is NaN); ``decided_escape``: the run ended on a certified escape (its leader
+    stands)."""
     code = jnp.where(code < 0, UNDETERMINED, code)
     decided_escape = (code != COLLAPSE) & (code != STALLED) & (code != UNDETERMINED)
     appended = track & lost & decided_escape & (last != lead)

@@ -197,7 +197,7 @@ def balanced_init(alpha, depth: int, d: int | None = None) -> jax.Array:
         raise ValueError(f"`alpha` must be a scalar or shape (d,); got shape {alpha.shape}.")
     if is_traced(alpha):
         return jnp.broadcast_to(alpha, (depth, d))
-    return jax.device_put(np.tile(np.asarray(alpha), (depth, 1) if alpha.ndim else (depth, d)))
+    return jax.device_put(np.broadcast_to(np.asarray(alpha), (depth, d)).copy())
 
 
 def product_init(*layers, d: int | None = None) -> jax.Array:
