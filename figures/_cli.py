@@ -54,8 +54,23 @@ def _parser() -> argparse.ArgumentParser:
         help="where sweeps run: host threads (default) or a local Dask cluster of one "
         "worker process per core (flows.sweep's executor)",
     )
+    parser.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="processes making figures side by side (default: one per core; 1 with "
+        "--redraw or --executor dask)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """An integer >= 1 (argparse's ``type``: its ValueError becomes a one-line usage error)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 PHASE_EPILOG = """\
@@ -169,6 +184,7 @@ def main(argv=None) -> int:
         redraw=args.redraw,
         progress=not args.quiet,
         executor=args.executor,
+        jobs=args.jobs,
     )
     if not args.quiet:
         n = sum(len(v) for v in written.values())

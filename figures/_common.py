@@ -78,7 +78,10 @@ class Context:
         out: folder for the PDF and PNG files.
         cache: folder for sweep caches (``cache/sweeps``) and figure data (``cache/data``).
         quick: the smoke version (small grids, loose boundaries) for CI and tests.
-        progress: progress bars over sweep chunks.
+        progress: progress lines, and bars over sweep chunks (if ``bars``).
+        bars: progress bars (off where processes make figures side by side: their lines
+            name their figure instead).
+        figure: the figure being made (named by the progress lines when ``bars`` is off).
         executor: where the figures' sweeps run (:func:`flows.sweep`'s ``executor``:
             ``None`` for host threads, ``"dask"`` or a ``dask.distributed.Client``).
     """
@@ -88,6 +91,8 @@ class Context:
     quick: bool = False
     progress: bool = True
     executor: object = None
+    bars: bool = True
+    figure: str = ""
 
     @property
     def sweeps(self) -> Path:
@@ -99,7 +104,7 @@ class Context:
 
     def log(self, message: str) -> None:
         if self.progress:
-            print(f"  {message}", flush=True)
+            print(f"  {message}" if self.bars else f"[{self.figure}]   {message}", flush=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,5 +222,10 @@ def sweep(ctx: Context, fn, params, **kwargs):
     import flows
 
     return flows.sweep(
-        fn, params, cache_dir=ctx.sweeps, progress=ctx.progress, executor=ctx.executor, **kwargs
+        fn,
+        params,
+        cache_dir=ctx.sweeps,
+        progress=ctx.progress and ctx.bars,
+        executor=ctx.executor,
+        **kwargs,
     )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
+import os
 import shutil
 import time
 from pathlib import Path
@@ -48,6 +51,10 @@ _SPECS = {
 assert set(_SPECS) == set(SUMMARIES), "figures/_catalog.py names every figure, and no other"
 #: name -> FigureSpec, in the order of :data:`figures._catalog.SUMMARIES`.
 FIGURES: dict[str, FigureSpec] = {name: _SPECS[name] for name in SUMMARIES}
+#: Figures that share computed state in memory (figures._maps' memo of the boundary searches,
+#: and the sweeps they read first): with ``jobs > 1`` each group is made in one process, so
+#: that what they share is computed once. Every other figure is a group of its own.
+SHARED = (("regime_map", "minor_first", "depth"),)
 
 
 def make(
@@ -59,6 +66,7 @@ def make(
     redraw: bool = False,
     progress: bool = True,
     executor=None,
+    jobs: int | None = None,
 ) -> dict[str, list[Path]]:
     """Compute (or, with ``redraw``, reload) and draw figures; return name -> written files.
 
@@ -69,38 +77,86 @@ def make(
         cache: folder for sweep caches and saved figure data.
         quick: the small smoke version (CI, tests); saved apart from the full data.
         redraw: draw from the data saved by the last run in ``cache``, solving nothing.
-        progress: print progress and show progress bars.
+        progress: print progress and show progress bars (with ``jobs > 1``: progress lines,
+            each naming its figure, and no bars).
         executor: where the figures' sweeps run, as :func:`flows.sweep`'s ``executor``
-            (``None``: host threads; ``"dask"``; a ``dask.distributed.Client``). Boundary
+            (``None`` or ``"threads"``: host threads; ``"dask"``; a
+            ``dask.distributed.Client``). Boundary
             searches and single trajectories run in this process either way.
+        jobs: processes that make figures side by side, an integer >= 1, or ``None``: one per
+            core, at most one per group of :data:`SHARED` figures (a figure alone is a group),
+            and 1 with ``redraw`` or a Dask ``executor`` (whose sweeps already spread over
+            its workers). Each figure's numbers are the same whatever ``jobs`` is.
 
     Raises:
-        ValueError: before anything is computed, as :func:`check_paths`.
+        ValueError: before anything is computed, as :func:`check_paths`, or for a bad
+            ``jobs``.
     """
     ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"`jobs` must be None or an integer >= 1; got {jobs!r}.")
     ctx.progress = progress
     flows.SweepOptions(executor=executor)  # a bad executor is refused before any work
     ctx.executor = executor
+    groups = _groups(names)
+    if jobs is None:
+        local = executor is None or (isinstance(executor, str) and executor == "threads")
+        jobs = min(os.cpu_count() or 1, len(groups)) if local and not redraw else 1
+    if jobs > 1 and len(groups) > 1:
+        return _make_side_by_side(ctx, groups, min(jobs, len(groups)))
+    return _make(ctx, names, redraw)
+
+
+def _groups(names) -> list[list[str]]:
+    """``names`` in groups that one process makes (:data:`SHARED`), the larger groups first,
+    each in the catalogue's order."""
+    groups = [[n for n in group if n in names] for group in SHARED]
+    groups = [g for g in groups if g]
+    shared = {n for g in groups for n in g}
+    return sorted(groups, key=len, reverse=True) + [[n] for n in names if n not in shared]
+
+
+def _make(ctx: Context, names, redraw: bool) -> dict[str, list[Path]]:
+    """Make ``names`` one after the other in this process."""
     if not redraw:
         # Reuse compiled solvers across runs (most of a quick run is compilation), in
         # cache/jax-cache unless flows' own cache folder (or the user's) is configured.
         enable_compilation_cache(ctx.cache / "jax-cache")
     written = {}
     for name in names:
-        spec = FIGURES[name]
+        spec, ctx.figure = FIGURES[name], name
         t0 = time.perf_counter()
         if redraw:
             data = load_data(ctx, name)
         else:
-            if progress:
-                print(f"[{name}] computing ({'quick' if quick else 'full'})", flush=True)
+            if ctx.progress:
+                print(f"[{name}] computing ({'quick' if ctx.quick else 'full'})", flush=True)
             data = spec.compute(ctx)
             save_data(ctx, name, data, time.perf_counter() - t0)
         written[name] = save_figure(styled(spec.draw, data), ctx.out, name)
         _copy_data(ctx, name)
-        if progress:
+        if ctx.progress:
             print(f"[{name}] {time.perf_counter() - t0:.1f} s -> {written[name][1]}", flush=True)
     return written
+
+
+def _make_side_by_side(ctx: Context, groups, jobs: int) -> dict[str, list[Path]]:
+    """Make the groups in ``jobs`` fresh processes (spawned: JAX's threads do not survive a
+    fork), each group in one; the written files in the catalogue's order."""
+    written = {}
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
+        for done in [pool.submit(_make_in_worker, ctx, group) for group in groups]:
+            written.update(done.result())
+    return {name: written[name] for name in FIGURES if name in written}
+
+
+def _make_in_worker(ctx: Context, names) -> dict[str, list[Path]]:
+    """:func:`_make` in a worker process of :func:`_make_side_by_side`: flows' process-wide
+    settings first (:func:`flows.configure`), progress lines named by figure, no bars."""
+    flows.configure()
+    ctx.bars = False
+    return _make(ctx, names, redraw=False)
 
 
 def _copy_data(ctx, name: str) -> None:

@@ -70,6 +70,43 @@ def test_cli_executor_is_a_checked_choice(capsys):
     one_line_error(capsys, lambda: figures.main(["--executor", "slurm", "--quiet"]), "--executor")
 
 
+def test_side_by_side_processes_give_the_serial_numbers(quick_run, tmp_path, capfd):
+    """``jobs=2`` makes two figures in two spawned processes: each writes its files and the
+    same numbers, bit for bit, as the quick run, which made each figure alone in a test
+    process; the progress lines name their figure and no progress bar is drawn."""
+    _, serial = quick_run
+    names = ["steps", "lesam"]  # in the catalogue's order, as `make` returns them
+    written = figures.make(names, out=tmp_path, cache=tmp_path / "cache", quick=True, jobs=2)
+    assert list(written) == names
+    assert all(p.stat().st_size > 1000 for paths in written.values() for p in paths)
+    for name in names:
+        got, want = _data(tmp_path / "cache", name), _data(serial, name)
+        assert set(got) == set(want), name
+        for key in want:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"{name}: {key}")
+    out, err = capfd.readouterr()
+    assert all(f"[{name}] computing (quick)" in out for name in names)
+    assert "[steps]   " in out  # a progress line of the figure's own, named
+    assert "chunk/s" not in out + err
+
+
+def test_figure_groups_keep_shared_state_in_one_process():
+    """The figures that share the boundary memo are one group, in the catalogue's order."""
+    groups = figures._registry._groups(["depth", "lesam", "regime_map", "steps"])
+    assert groups == [["regime_map", "depth"], ["lesam"], ["steps"]]
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])
+def test_bad_jobs_is_refused(jobs, tmp_path):
+    with pytest.raises(ValueError, match="`jobs`"):
+        figures.make(["lesam"], out=tmp_path, cache=tmp_path, quick=True, jobs=jobs)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_cli_jobs_is_a_positive_integer(capsys, value):
+    one_line_error(capsys, lambda: figures.main(["--jobs", value, "--quiet"]), "--jobs")
+
+
 # --- the committed figures against a fresh quick computation ---------------------------------
 
 
