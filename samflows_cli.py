@@ -62,6 +62,15 @@ class ArgumentParser(argparse.ArgumentParser):
         return any(word == flag and value.startswith("-") for word, value in pairs)
 
 
+def positive_int(text: str) -> int:
+    """An integer >= 1, as argparse's ``type``: its ``ValueError`` is argparse's one-line
+    usage error (``invalid positive_int value``)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
 def run_command(prog: str, main, argv=None) -> int:
     """``main(argv)``'s exit status; on Ctrl-C one line on stderr and 130, no traceback.
 

@@ -1,5 +1,5 @@
-"""``python -m analysis check [--quick] [--json PATH]``: the theorem-check report (claims C1–C4);
-``python -m analysis depth``: the ℓ2-SAM depth table.
+"""``python -m analysis check [--quick] [--json PATH] [--jobs N]``: the theorem-check report
+(claims C1–C4); ``python -m analysis depth``: the ℓ2-SAM depth table.
 
 The parser is built before anything heavy is imported: ``--help`` and a bad flag answer
 without loading JAX.
@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from samflows_cli import ArgumentParser, run_command
+from samflows_cli import ArgumentParser, positive_int, run_command
 
 
 def _unwritable(path: Path) -> str | None:
@@ -28,7 +28,7 @@ def _unwritable(path: Path) -> str | None:
 
 
 def main(argv=None) -> int:
-    """``python -m analysis check [--quick] [--json PATH]``; returns the exit status."""
+    """``python -m analysis check [--quick] [--json PATH] [--jobs N]``; returns the exit status."""
     parser = ArgumentParser(
         prog="python -m analysis",
         description="The theorem-check report (claims C1-C4 and the depth results as numerical "
@@ -38,6 +38,12 @@ def main(argv=None) -> int:
     check = sub.add_parser("check", help="run claims C1-C4 as experiments, one row per check")
     check.add_argument("--json", metavar="PATH", help="also write the table as JSON to PATH")
     check.add_argument("--quick", action="store_true", help="looser tolerances, fewer points")
+    check.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="processes running the checks side by side (default: one per core)",
+    )
     sub.add_parser("depth", help="l2-SAM depth study (L = 2..8): alpha_c, alpha_direct, j† paths")
     args = parser.parse_args(argv)
     if args.command == "check" and args.json:  # checked first, not after minutes of checks
@@ -55,7 +61,7 @@ def main(argv=None) -> int:
     from . import _check
 
     start = time.perf_counter()
-    rows = _check.run_checks(quick=args.quick, progress=True)
+    rows = _check.run_checks(quick=args.quick, progress=True, jobs=args.jobs)
     elapsed = time.perf_counter() - start
     print(_check.format_table(rows))
     counts = {k: sum(r.result == k for r in rows) for k in ("PASS", "FAIL")}

@@ -12,7 +12,7 @@ import argparse
 import sys
 import time
 
-from samflows_cli import ArgumentParser
+from samflows_cli import ArgumentParser, positive_int
 
 from ._catalog import SUMMARIES
 
@@ -56,21 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="processes making figures side by side (default: one per core; 1 with "
         "--redraw or --executor dask)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     return parser
-
-
-def _positive_int(text: str) -> int:
-    """An integer >= 1 (argparse's ``type``: its ValueError becomes a one-line usage error)."""
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
 
 
 PHASE_EPILOG = """\

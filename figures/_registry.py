@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-import os
 import shutil
 import time
 from pathlib import Path
 
 import flows
-from flows.internal import enable_compilation_cache
+from flows.internal import default_jobs, enable_compilation_cache, side_by_side
 
 from ._catalog import SUMMARIES
 from ._common import (
@@ -101,7 +98,7 @@ def make(
     groups = _groups(names)
     if jobs is None:
         local = executor is None or (isinstance(executor, str) and executor == "threads")
-        jobs = min(os.cpu_count() or 1, len(groups)) if local and not redraw else 1
+        jobs = default_jobs(len(groups)) if local and not redraw else 1
     if jobs > 1 and len(groups) > 1:
         return _make_side_by_side(ctx, groups, min(jobs, len(groups)))
     return _make(ctx, names, redraw)
@@ -141,20 +138,17 @@ def _make(ctx: Context, names, redraw: bool) -> dict[str, list[Path]]:
 
 
 def _make_side_by_side(ctx: Context, groups, jobs: int) -> dict[str, list[Path]]:
-    """Make the groups in ``jobs`` fresh processes (spawned: JAX's threads do not survive a
-    fork), each group in one; the written files in the catalogue's order."""
+    """Make the groups in ``jobs`` processes (:func:`flows.internal.side_by_side`), each group
+    in one; the written files in the catalogue's order."""
     written = {}
-    spawn = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=spawn) as pool:
-        for done in [pool.submit(_make_in_worker, ctx, group) for group in groups]:
-            written.update(done.result())
+    for done in side_by_side([(_make_in_worker, (ctx, group)) for group in groups], jobs):
+        written.update(done)
     return {name: written[name] for name in FIGURES if name in written}
 
 
 def _make_in_worker(ctx: Context, names) -> dict[str, list[Path]]:
-    """:func:`_make` in a worker process of :func:`_make_side_by_side`: flows' process-wide
-    settings first (:func:`flows.configure`), progress lines named by figure, no bars."""
-    flows.configure()
+    """:func:`_make` in a worker process of :func:`_make_side_by_side`: progress lines named by
+    figure, no bars."""
     ctx.bars = False
     return _make(ctx, names, redraw=False)
 

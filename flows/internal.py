@@ -14,6 +14,8 @@ library needs none of them; their signatures may change with the packages that u
 * :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
   the collapse and escape events).
 * :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder.
+* :func:`side_by_side`: independent calls in spawned processes configured as this one
+  (:func:`default_jobs` of them: one per core).
 * The store's files: :func:`save_npz`, :func:`read_npz`, :func:`save_json`,
   :func:`file_sha256` and :data:`READ_ERRORS` (what a damaged file raises on reading).
 * Provenance: :func:`digest` (SHA-256 of a value, as a sweep's cache key describes it) and
@@ -25,6 +27,7 @@ from ._many import engine_run, engine_supports
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
 from ._problem import check_data, check_loss, check_theta
+from ._processes import default_jobs, side_by_side
 from ._solve import check_dense_size, integrate
 from ._sweep._key import digest, source_digest
 from ._sweep._store import _READ_ERRORS as READ_ERRORS
@@ -58,6 +61,7 @@ __all__ = [
     "check_method",
     "check_scalar",
     "check_theta",
+    "default_jobs",
     "digest",
     "enable_compilation_cache",
     "engine_run",
@@ -69,6 +73,7 @@ __all__ = [
     "real_number",
     "save_json",
     "save_npz",
+    "side_by_side",
     "source_digest",
     "tie_margin",
     "unit_and_norm",

@@ -4,6 +4,7 @@ prediction, a stalled solve is a FAIL, the CLI's JSON and its ``--quick``."""
 import contextlib
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from analysis import _check, _reference
 from analysis.__main__ import main as analysis_main
 from analysis._boundary import Boundary
 from analysis._bounds import l2sam_thresholds
+from tests.test_cli import one_line_error
 
 MU = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
 MU4 = [1.0, 2.0, 3.0, 4.0]
@@ -20,11 +22,12 @@ ALPHA4 = [0.3, 0.1, 0.06, 0.04]  # C2's start: 1 wins, 2 held at rho = 0.1, 3 an
 
 
 def _main(*args, tmp):
-    """``python -m analysis check *args --json`` in process: (exit status, JSON, stdout)."""
+    """``python -m analysis check *args --json`` in this process (``--jobs 1``: the solves stay
+    compiled here for the tests below): (exit status, JSON, stdout)."""
     path = tmp / "check.json"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = analysis_main(["check", *args, "--json", str(path)])
+        status = analysis_main(["check", "--jobs", "1", *args, "--json", str(path)])
     return status, json.loads(path.read_text()), out.getvalue()
 
 
@@ -63,7 +66,7 @@ def test_check_quick_flag_reaches_the_checks(monkeypatch, tmp_path):
     seen = []
     row = _check.Row("C0", "s", "p", "m", "t", "PASS")
     monkeypatch.setattr(
-        _check, "run_checks", lambda quick=False, progress=False: seen.append(quick) or [row]
+        _check, "run_checks", lambda quick, progress, jobs: seen.append(quick) or [row]
     )
     status, report, stdout = _main("--quick", tmp=tmp_path)
     assert (status, seen, report["quick"], len(stdout.strip().splitlines())) == (0, [True], True, 3)
@@ -72,11 +75,39 @@ def test_check_quick_flag_reaches_the_checks(monkeypatch, tmp_path):
 def test_check_reports_progress_on_stderr(monkeypatch, capsys):
     """Each check's start and end is a line on stderr (stdout keeps the table alone)."""
     calls = []
-    monkeypatch.setattr(_check, "CHECKS", (lambda q: calls.append(q) or [], lambda q: []))
-    assert _check.run_checks(quick=True, progress=True) == [] and calls == [True]
+    checks = (lambda q: calls.append(q) or [], lambda q: [])
+    assert _check.run_checks(quick=True, progress=True, jobs=1, checks=checks) == []
+    assert calls == [True]
     err = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 1)[0] for line in err] == ["[1/2]", "[1/2]", "[2/2]", "[2/2]"]
     assert err[1].endswith("s") and "done in" in err[1]
+
+
+def _check_here(quick):
+    return [_check.Row("A", str(os.getpid()), "", "", "", "PASS")]
+
+
+def _check_there(quick):
+    return [_check.Row("B", str(os.getpid()), "", "", "", "PASS")] * 2
+
+
+def test_checks_side_by_side_keep_their_order():
+    """``jobs=2``: each check in a process of its own, not this one; the rows in the order of
+    ``checks`` whatever order they were computed in."""
+    rows = _check.run_checks(jobs=2, checks=(_check_here, _check_there))
+    assert [r.claim for r in rows] == ["A", "B", "B"]
+    pids = {r.setting for r in rows}
+    assert len(pids) == 2 and str(os.getpid()) not in pids
+
+
+@pytest.mark.parametrize("jobs", [0, 1.0, True])
+def test_bad_jobs_is_refused(jobs):
+    with pytest.raises(ValueError, match="`jobs`"):
+        _check.run_checks(jobs=jobs, checks=())
+
+
+def test_cli_jobs_is_a_positive_integer(capsys):
+    one_line_error(capsys, lambda: analysis_main(["check", "--jobs", "0"]), "--jobs")
 
 
 # --- every row builder gives FAIL on a wrong prediction (after ``full``: compiled) ----------
