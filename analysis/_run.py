@@ -52,25 +52,21 @@ def _facts(method, theta, mu, bound):
 
 def begin(method, data, theta0, *, need: str, loss: str):
     r"""Pass 0 of a run: ``(code, first)``, the regime code that the start ``theta0`` alone
-    decides (else -1) and :math:`j^\dagger(0^+)` by the tie rule (traceable; the policy of
-    both drivers, :func:`run` and :func:`analysis._drive.drive`). See :func:`start_code`."""
+    decides (else -1: :func:`conclude` at :math:`\tau=0`) and :math:`j^\dagger(0^+)` by the tie
+    rule (traceable; the policy of both drivers, :func:`run` and
+    :func:`analysis._drive.drive`). See :func:`start_code`."""
     theta0 = jnp.asarray(theta0)
     mu = data.X[0]
     target = jnp.argmax(mu)
-    bound = bound_of(method)
-    trap, escaped, leader, settled, stalled = _facts(method, theta0, mu, bound)
     if need == "escape":  # j† is not tracked; an escape overrides any settled leader
         first = target
     else:
         first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
-    lead = invariant_leader(method, theta0, mu)
-    code = decide(
-        jnp.asarray(flows.Status.OK), escaped=escaped, settled=settled, leader=leader,
-        intact=jnp.asarray(True), theorem_leader=lead, visited_other=first != target,
-        first=first, target=target, need="path" if need == "limit" else need, stalled=stalled,
-        trapped_all=jnp.all(trap),
-    )  # fmt: skip
-    return jnp.asarray(code, int), jnp.asarray(first, int)
+    code = conclude(
+        method, mu, theta0, theta0, jnp.asarray(flows.Status.OK), lost=jnp.asarray(False),
+        other=first != target, first=first, need=need,
+    )[0]  # fmt: skip
+    return code, jnp.asarray(first, int)
 
 
 def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logistic"):

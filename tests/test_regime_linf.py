@@ -58,3 +58,20 @@ def test_regime_path_of_exact_linf_closed_form(depth):
             np.testing.assert_allclose(
                 _closed_form_w(depth, mu, alpha, rho, [np.log(2.0)])[0, [0, 2]], 0.5 * 1.8
             )
+
+
+@pytest.mark.parametrize("depth, tau", [(2, np.log(4 / 3) / 2), (3, 5 / 6)])
+def test_tied_start_keeps_its_observed_switch(depth, tau):
+    r"""Balanced exact ℓ∞-SAM from α = (0.3, 0.3, 0.25, 0.25), ρ = 0.1, μ = (1, 2, 3, 4): the
+    tied pairs separate only for τ > 0 (their strict order is not asked of the start), so the
+    observed switch 2 → 4 stands, at its closed-form time w₂ = w₄: 0.2 e^{2τ} = 0.15 e^{4τ}
+    (L = 2: τ = ln(4/3)/2) and 1/0.2 − 2τ = 1/0.15 − 4τ (L = 3: τ = 5/6, before coordinate 4's
+    blow-up at 1/0.6)."""
+    import analysis
+
+    rho, mu, alpha = 0.1, np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.3, 0.3, 0.25, 0.25])
+    r = analysis.regime_path(flows.LinfSAM(rho), mu, alpha, depth)
+    assert (r.regime, r.sequence) == ("sequential", [1, 3])
+    np.testing.assert_allclose(r.times, [tau], rtol=1e-9)
+    w = _closed_form_w(depth, mu, alpha, rho, [tau])[0]
+    np.testing.assert_allclose(w[1], w[3], rtol=1e-12)  # the closed form agrees: a tie there
