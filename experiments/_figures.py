@@ -301,7 +301,7 @@ def draw_small(small) -> Figure:
     from ._cnnrun import minor_only, sweep_name
 
     names = list(small)
-    fig = new_figure(FULL_WIDTH, 1.6 * len(names) + 0.5)
+    fig = new_figure(FULL_WIDTH, 1.6 * len(names) + 0.8)
     axes = fig.subplots(len(names), 4, squeeze=False)
     shades = (OKABE_ITO["sky"], METHOD_COLORS["ℓ2-SAM"], OKABE_ITO["purple"])
     for r, name in enumerate(names):
@@ -325,7 +325,8 @@ def draw_small(small) -> Figure:
         for c in range(4):
             axes[r, c].axhline(0, **REFERENCE)
             axes[r, c].set_xlabel("step")
-    axes[0, 0].legend(loc="best", handlelength=1.2)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), handlelength=1.2)
     panel_labels(list(axes.flat))
     return fig
 
