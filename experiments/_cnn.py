@@ -315,6 +315,38 @@ def pilot_sigma(norms, rho_max: float, quantile: float) -> float:
     return float(rho_max * np.quantile(norms / c, quantile))
 
 
+def calibrate_sigma(seed, task: Task, schedule: Schedule, rho_max: float, share: float,
+                    upper: float, halvings: int = 7, span: float = 100.0):  # fmt: skip
+    r"""LE-SAM's :math:`\sigma_0` calibrated on a pilot LE-SAM run from ``seed``: the largest
+    :math:`\sigma_0` found by bisection in :math:`\log\sigma_0` over
+    [``upper``/``span``, ``upper``] (``halvings`` halvings) at which the cap
+    :math:`\rho_{\max}` binds on at most a share ``share`` of the pilot's steps (the ``capped``
+    record of :func:`train`). Returns ``(sigma0, pilot share at sigma0)``; where even the lower
+    end binds more often, that end and its share."""
+    if not 0 < share < 1:
+        raise ValueError(f"`share` must lie in (0, 1); got {share!r}.")
+
+    def binding(sigma):
+        recs, _ = train_seeds((seed,), task, schedule, Method(LESAM, rho_max, sigma))
+        return float(np.mean(recs["capped"][0, 1:]))
+
+    lo, hi = np.log(upper / span), np.log(upper)
+    top = binding(upper)
+    if top <= share:
+        return float(upper), top
+    best = (float(np.exp(lo)), binding(float(np.exp(lo))))
+    if best[1] > share:
+        return best
+    for _ in range(halvings):
+        mid = 0.5 * (lo + hi)
+        b = binding(float(np.exp(mid)))
+        if b <= share:
+            lo, best = mid, (float(np.exp(mid)), b)
+        else:
+            hi = mid
+    return best
+
+
 def train_seeds(seeds, task: Task, schedule: Schedule, method: Method):
     """:func:`train` for each seed (vmapped); records as numpy, params kept as JAX arrays."""
     if schedule.steps % schedule.every:

@@ -10,7 +10,7 @@ import xarray as xr
 
 from figures.internal import check_folder, folder_path
 
-from ._cnn import Schedule, pilot_sigma, sgd_grad_norms
+from ._cnn import Schedule, calibrate_sigma, pilot_sigma, sgd_grad_norms
 from ._cnnrun import run_cnn, run_small_start
 from ._diagonal import DiagonalConfig, long_config, run_diagonal
 from ._figures import (
@@ -50,9 +50,11 @@ class Plan(NamedTuple):
     small_seeds: tuple = (0, 1, 2, 3, 4, 5)
     small_radii: tuple = (0.01, 0.05)
     small_judged: float = 0.05
-    # LE-SAM in its own regime: ρ_max = 1 and σ₀ from a pilot SGD run (seed `pilot_seed`, not
-    # an evaluation seed) so that the cap binds on a share `pilot_quantile` of the pilot's steps
-    # (experiments._cnn.pilot_sigma). "LE-SAM capped" keeps the earlier setting σ₀ = 0.35/3 (the
+    # LE-SAM in its own regime: ρ_max = 1 and σ₀ from pilot runs (seed `pilot_seed`, not an
+    # evaluation seed): the SGD rule (experiments._cnn.pilot_sigma: the cap would bind on a share
+    # `pilot_quantile` of a pilot SGD run's steps) gives the upper end of a bisection on a pilot
+    # LE-SAM run, for the largest σ₀ at which the cap binds on at most that share of its steps
+    # (experiments._cnn.calibrate_sigma). "LE-SAM capped" keeps the earlier setting σ₀ = 0.35/3 (the
     # public ResNet σ = 0.35 scaled by 1/3), ρ_max = 0.1: the cap binds on most steps.
     rho_max: float = 1.0
     pilot_seed: int = 1000
@@ -203,8 +205,13 @@ def run(out, quick: bool = False, docs=None, progress=print):
     ):  # fmt: skip
         task = make(**sizes)
         norms = sgd_grad_norms(plan.pilot_seed, task, schedule)
-        sigma = pilot_sigma(norms, plan.rho_max, plan.pilot_quantile)
-        say(f"CNNs on {name}: LE-SAM's σ₀ = {sigma:.4g} from the pilot SGD run")
+        sigma_sgd = pilot_sigma(norms, plan.rho_max, plan.pilot_quantile)
+        sigma, pilot_share = calibrate_sigma(plan.pilot_seed, task, schedule, plan.rho_max,
+                                             plan.pilot_quantile, upper=sigma_sgd)  # fmt: skip
+        say(
+            f"CNNs on {name}: LE-SAM's σ₀ = {sigma:.4g} from the pilot runs (SGD's rule: "
+            f"{sigma_sgd:.4g}; the cap binds on {pilot_share:.3f} of the LE-SAM pilot's steps)"
+        )
         cnn[name] = run_cnn(
             name,
             task,
@@ -221,7 +228,8 @@ def run(out, quick: bool = False, docs=None, progress=print):
             flat_images=plan.flat_images,
             progress=say,
         )
-        cnn[name].attrs.update(pilot_seed=plan.pilot_seed, pilot_quantile=plan.pilot_quantile)
+        cnn[name].attrs.update(pilot_seed=plan.pilot_seed, pilot_quantile=plan.pilot_quantile,
+                               sigma0_sgd_rule=sigma_sgd, pilot_share=pilot_share)  # fmt: skip
         cnn[name].to_netcdf(out / f"cnn_{name}.nc")
         say(f"CNNs on {name} from a small start (init scale {small_schedule.init_scale:g})")
         small[name] = run_small_start(

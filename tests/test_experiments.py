@@ -868,3 +868,24 @@ def test_small_start_figure_in_the_set_style(tmp_path):
     assert text_problems(fig) == [] and line_style_problems(fig) == []
     pdf, png = _figures.small_figure(small, tmp_path)
     assert (pdf.name, png.name) == ("cnn_small_start.pdf", "cnn_small_start.png")
+
+
+def test_calibrate_sigma_is_the_largest_bisection_point_within_the_share():
+    """At the returned σ₀ the pilot LE-SAM run (recomputed here by train_seeds) binds its cap on
+    the returned share, at most the target; one bisection step above it binds more often."""
+    from experiments._cnn import LESAM as KIND
+    from experiments._cnn import Method, calibrate_sigma, train_seeds
+    from experiments._tasks import patches_task
+
+    task = patches_task(n_train=32, n_test=8, n_attr=2)
+    schedule = Schedule(steps=20, every=5, batch=8, lr=0.2)
+
+    def binding(sigma):
+        recs, _ = train_seeds((3,), task, schedule, Method(KIND, 0.05, sigma))
+        return float(np.mean(recs["capped"][0, 1:]))
+
+    sigma, share = calibrate_sigma(3, task, schedule, 0.05, 0.3, upper=1.0, halvings=3)
+    assert share == binding(sigma) <= 0.3
+    assert binding(sigma * 100 ** (1 / 2**3)) > 0.3
+    with pytest.raises(ValueError, match="share"):
+        calibrate_sigma(3, task, schedule, 0.05, 1.0, upper=1.0)
