@@ -525,7 +525,12 @@ def test_published_cnn_numbers(name):
     assert (f"cap binding on {_t_interval(capped)} of the steps (share per seed; its own regime "
             f"asks for < 0.3 in every seed: {met})") in page  # fmt: skip
     a = ds.attrs
-    assert f"LE-SAM: σ₀ = {a['sigma0']:.3g} (cosine to 0; the rule fixed before the run" in page
+    assert f"LE-SAM: σ₀ = {a['sigma0']:.3g} (cosine to 0; the rule: the largest σ₀" in page
+    assert f"by bisection in log σ₀ below {a['sigma0_sgd_rule']:.3g}, ρ_max times" in page
+    assert f"on the pilot it binds on {a['pilot_share']:.3f} of the steps), ρ_max" in page
+    assert a["pilot_share"] <= a["pilot_quantile"] or a["sigma0"] == pytest.approx(
+        a["sigma0_sgd_rule"] / 100
+    )  # the calibration's contract: within the share, or at the bracket's lower end
     capped_share = ds.capped.values[m.index("LE-SAM capped"), :, 1:].mean(axis=1)
     assert f"LE-SAM capped: σ₀ = {a['sigma0_capped']:.3g}, ρ_max = {a['rho_capped']:g}, cap " \
         f"binding on {_t_interval(capped_share)}" in page  # fmt: skip
