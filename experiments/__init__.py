@@ -6,7 +6,8 @@ r"""Experiments beyond the single example: do the theory's predictions hold on r
   one digit against another, pixels as features: the share of :math:`|\beta|` on
   low-intensity pixels, the dominant pixel, and the max-margin directions over training;
 * small CNNs (JAX + equinox) on planted minor/major patches and on the digits, with SGD,
-  ℓ2-SAM, ℓ∞-SAM and LE-SAM: Grad-CAM and saliency shares on the minor feature, accuracy
+  ℓ2-SAM and LE-SAM (and from a small start, SGD and ℓ2-SAM, also trained on the minor
+  feature alone): Grad-CAM and saliency shares on the minor feature, accuracy
   with only one feature kept, and Hessian trace / top eigenvalue at equal training loss.
 
 Results go to netCDF (xarray), figures (5.5 in, PDF + PNG) and a results page with a

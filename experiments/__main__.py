@@ -16,8 +16,8 @@ def main(argv=None) -> int:
         prog="python -m experiments",
         description="Diagonal networks and small CNNs on the digits and planted patches: "
         "the regime map on real data, attributions over training and LE-SAM's flatness, each "
-        "claim judged supported / contradicted / inconclusive (about 11 min on 2 cores; "
-        "--quick, about 1.5 min, judges nothing).",
+        "claim judged supported / contradicted / inconclusive (about 12 min of CPU time, 22 min "
+        "on 2 cores shared at load 7; --quick, about 2 min, judges nothing).",
     )
     parser.add_argument("--quick", action="store_true", help="smoke run (tiny sizes)")
     parser.add_argument(

@@ -277,6 +277,76 @@ def init_params(seeds, classes: int, schedule: Schedule):
     return params, parts[0][1]
 
 
+def sgd_grad_norms(seed, task: Task, schedule: Schedule) -> np.ndarray:
+    r"""The minibatch gradient norms :math:`\lVert g_k\rVert_2`, :math:`k=0..T-1`, of an SGD
+    run of ``schedule`` from ``seed``'s start and batches (those of :func:`train_seeds`)."""
+    params, static = init_params((seed,), task.classes, schedule)
+    key = jax.random.fold_in(jax.random.PRNGKey(int(seed)), 1)
+    return np.asarray(_grad_norms(jax.tree.map(lambda x: x[0], params), key, static, task,
+                                  schedule), np.float64)  # fmt: skip
+
+
+@eqx.filter_jit
+def _grad_norms(params, batch_key, static, task, schedule):
+    n = task.X.shape[0]
+
+    def step(params, k):
+        idx = jax.random.randint(jax.random.fold_in(batch_key, k), (schedule.batch,), 0, n)
+        g = jax.grad(lambda p: cross_entropy(eqx.combine(p, static), task.X[idx], task.y[idx]))(
+            params
+        )
+        return jax.tree.map(lambda p, gi: p - schedule.lr * gi, params, g), _global_norm(g)
+
+    return jax.lax.scan(step, params, jnp.arange(schedule.steps))[1]
+
+
+def pilot_sigma(norms, rho_max: float, quantile: float) -> float:
+    r"""LE-SAM's :math:`\sigma_0` from a pilot run's gradient norms ``norms`` (steps
+    :math:`k=0..T-1`): :math:`\sigma_0=\rho_{\max}\,q\big(\lVert g_k\rVert/c_k\big)`, the
+    ``quantile`` :math:`q` of the norms over the cosine factor :math:`c_k` (:func:`cosine`).
+
+    The cap binds at step :math:`k` when :math:`\sigma_0c_k/\lVert g_k\rVert\ge\rho_{\max}`,
+    i.e. when :math:`\lVert g_k\rVert/c_k\le\sigma_0/\rho_{\max}`: on the pilot's own
+    steps, on a share ``quantile`` of them."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"`quantile` must lie in (0, 1); got {quantile!r}.")
+    norms = np.asarray(norms, np.float64)
+    c = np.asarray(cosine(np.arange(norms.size, dtype=np.float64), norms.size))
+    return float(rho_max * np.quantile(norms / c, quantile))
+
+
+def calibrate_sigma(seed, task: Task, schedule: Schedule, rho_max: float, share: float,
+                    upper: float, halvings: int = 7, span: float = 100.0):  # fmt: skip
+    r"""LE-SAM's :math:`\sigma_0` calibrated on a pilot LE-SAM run from ``seed``: the largest
+    :math:`\sigma_0` found by bisection in :math:`\log\sigma_0` over
+    [``upper``/``span``, ``upper``] (``halvings`` halvings) at which the cap
+    :math:`\rho_{\max}` binds on at most a share ``share`` of the pilot's steps (the ``capped``
+    record of :func:`train`). Returns ``(sigma0, pilot share at sigma0)``; where even the lower
+    end binds more often, that end and its share."""
+    if not 0 < share < 1:
+        raise ValueError(f"`share` must lie in (0, 1); got {share!r}.")
+
+    def binding(sigma):
+        recs, _ = train_seeds((seed,), task, schedule, Method(LESAM, rho_max, sigma))
+        return float(np.mean(recs["capped"][0, 1:]))
+
+    lo, hi = np.log(upper / span), np.log(upper)
+    top = binding(upper)
+    if top <= share:
+        return float(upper), top
+    best = (float(np.exp(lo)), binding(float(np.exp(lo))))
+    if best[1] > share:
+        return best
+    for _ in range(halvings):
+        mid = 0.5 * (lo + hi)
+        b = binding(float(np.exp(mid)))
+        if b <= share:
+            lo, best = mid, (float(np.exp(mid)), b)
+        else:
+            hi = mid
+    return best
+
+
 def train_seeds(seeds, task: Task, schedule: Schedule, method: Method):
     """:func:`train` for each seed (vmapped); records as numpy, params kept as JAX arrays."""
     if schedule.steps % schedule.every:

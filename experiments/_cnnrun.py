@@ -6,10 +6,9 @@ Methods (:mod:`experiments._cnn`), all fixed before the run:
 * SGD;
 * ℓ2-SAM at each radius of a small sweep (``sweep``), and "ℓ2-SAM best", the sweep radius with
   the highest final test accuracy (mean over seeds): the strongest SAM the sweep offers;
-* ℓ∞-SAM at :math:`\rho_{\rm linf}/\sqrt P` (:math:`P` parameters: the ℓ2 length of ℓ2-SAM at
-  :math:`\rho_{\rm linf}`);
-* LE-SAM in its own regime (σ₀ → 0 by cosine, a cap ρ_max that binds on few steps; the share
-  of steps where it binds is the ``capped`` record);
+* LE-SAM in its own regime (σ₀ → 0 by cosine, a cap ρ_max that binds on few steps: σ₀ from
+  a pilot SGD run's gradient norms, :func:`experiments._cnn.pilot_sigma`; the share of steps
+  where the cap binds is the ``capped`` record);
 * "LE-SAM capped": the same σ₀ with a small cap that binds on most steps (then LE-SAM is ℓ2-SAM
   at that cap until late in training);
 * ℓ2-SAM at :math:`\bar\rho`, LE-SAM's radius :math:`\rho_t` averaged over its steps and seeds
@@ -31,7 +30,6 @@ from jax.flatten_util import ravel_pytree
 from ._cnn import (
     L2,
     LESAM,
-    LINF,
     SGD,
     Method,
     Schedule,
@@ -42,7 +40,7 @@ from ._cnn import (
 )
 from ._hessian import hutchinson_trace, top_eigenvalue
 
-FIXED = ("SGD", "ℓ∞-SAM", "LE-SAM", "LE-SAM capped", "ℓ2-SAM ρ̄")
+FIXED = ("SGD", "LE-SAM", "LE-SAM capped", "ℓ2-SAM ρ̄")
 FLAT = FIXED + ("ℓ2-SAM best",)  # the methods whose flatness is measured
 
 
@@ -81,8 +79,8 @@ def run_cnn(
     *,
     rho_max,
     rho_capped,
-    rho_linf,
     sigma,
+    sigma_capped,
     sweep,
     levels,
     probes,
@@ -96,9 +94,8 @@ def run_cnn(
     names = methods(sweep)
     plans = {
         "SGD": Method(SGD),
-        "ℓ∞-SAM": Method(LINF, rho_linf / np.sqrt(P)),
         "LE-SAM": Method(LESAM, rho_max, sigma),
-        "LE-SAM capped": Method(LESAM, rho_capped, sigma),
+        "LE-SAM capped": Method(LESAM, rho_capped, sigma_capped),
     }
     plans.update({sweep_name(r): Method(L2, r) for r in sweep})
     records, kept = {}, {}
@@ -176,8 +173,8 @@ def run_cnn(
         rho_max=rho_max,
         rho_capped=rho_capped,
         sigma0=sigma,
+        sigma0_capped=sigma_capped,
         rho_bar=plans["ℓ2-SAM ρ̄"].rho,
-        rho_linf=plans["ℓ∞-SAM"].rho,
         rho_best=plans["ℓ2-SAM best"].rho,
         sweep=list(sweep),
         init_scale=schedule.init_scale,
@@ -214,3 +211,76 @@ def _flatness_many(params, static, X, y, probes, iterations):
     n = jax.tree.leaves(params)[0].shape[0]
     keys = jax.random.split(jax.random.PRNGKey(1234), n)
     return jax.vmap(one)(params, keys)
+
+
+# --- CNNs from a small start: attention, and training on the minor feature alone ----------
+
+SMALL_SCALARS = SCALARS[:6]  # the records of a small-start run (no LE-SAM radius or cap)
+
+
+def minor_only(method: str) -> str:
+    """The name of ``method`` trained on the minor feature alone."""
+    return f"{method}, minor only"
+
+
+def param_norms(kept) -> np.ndarray:
+    r""":math:`\lVert\theta\rVert_2` over all parameters, per leading (seed, checkpoint) index
+    of the kept parameters (float64)."""
+    return np.sqrt(
+        sum(
+            np.sum(np.asarray(x, np.float64).reshape(*x.shape[:2], -1) ** 2, axis=2)
+            for x in jax.tree.leaves(kept)
+        )
+    )
+
+
+def run_small_start(name, task: Task, minor_task: Task, schedule: Schedule, seeds, *, radii,
+                    judged, progress=None) -> xr.Dataset:  # fmt: skip
+    r"""SGD and ℓ2-SAM at each radius of ``radii`` from the small start
+    ``schedule.init_scale`` on ``task``; SGD and ℓ2-SAM at ``judged`` (one of ``radii``) also
+    trained on ``minor_task``, the minor feature alone (:func:`minor_only` names). Dims
+    (method, seed, checkpoint): the records of :data:`SMALL_SCALARS` and ``param_norm``,
+    :math:`\lVert\theta\rVert_2` at each checkpoint (ρ/‖θ‖ follows from ``method_rho``)."""
+    if judged not in radii:
+        raise ValueError(f"`judged` must be one of `radii` {tuple(radii)}; got {judged!r}.")
+    plans = {"SGD": (task, Method(SGD))}
+    plans.update({sweep_name(r): (task, Method(L2, r)) for r in radii})
+    plans[minor_only("SGD")] = (minor_task, Method(SGD))
+    plans[minor_only(sweep_name(judged))] = (minor_task, Method(L2, judged))
+    data = {k: [] for k in SMALL_SCALARS + ("param_norm",)}
+    for method, (on, plan) in plans.items():
+        recs, kept = train_seeds(seeds, on, schedule, plan)
+        for k in SMALL_SCALARS:
+            data[k].append(recs[k])
+        data["param_norm"].append(param_norms(kept))
+        if progress is not None:
+            progress(
+                f"cnn {name}, small start, {method}: test accuracy "
+                f"{recs['test_acc'][:, -1].mean():.3f}"
+            )
+    n_ckpt = data["train_loss"][0].shape[1]
+    dims = ("method", "seed", "checkpoint")
+    ds = xr.Dataset(
+        {k: (dims, np.asarray(np.stack(v), np.float64)) for k, v in data.items()},
+        coords={
+            "method": list(plans),
+            "seed": list(seeds),
+            "checkpoint": np.arange(n_ckpt),
+            "step": ("checkpoint", np.arange(n_ckpt) * schedule.every),
+        },
+    )
+    ds["method_rho"] = ("method", np.array([p.rho for _, p in plans.values()], np.float64))
+    ds.attrs.update(
+        experiment=f"CNN on {name} from a small start",
+        radii=list(radii),
+        judged=judged,
+        init_scale=schedule.init_scale,
+        params=_n_params(task, schedule),
+        lr=schedule.lr,
+        batch=schedule.batch,
+        steps=schedule.steps,
+        width=schedule.width,
+        train_images=int(task.X.shape[0]),
+        dtype="float32",
+    )
+    return ds

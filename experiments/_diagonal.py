@@ -56,8 +56,8 @@ class DiagonalConfig(NamedTuple):
     seeds: tuple = (0, 1, 2, 3, 4)
     subset: float = 0.8
     digits: tuple = (4, 9)
-    long_steps: int = 100000  # the horizon of GD and ℓ2-SAM for "majors last" (5×)
-    long_every: int = 500
+    long_steps: int = 200000  # the horizon of GD and ℓ2-SAM for "majors last" (10×)
+    long_every: int = 1000
     long_depths: tuple = (2, 3, 4)
 
 

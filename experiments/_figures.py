@@ -292,3 +292,44 @@ def draw_flatness(cnn) -> Figure:
 
 def flatness_figure(cnn, out: Path) -> list[Path]:
     return save_figure(styled(draw_flatness, cnn), out, "cnn_flatness")
+
+
+def draw_small(small) -> Figure:
+    """CNNs from a small start, paired differences from SGD (same seed) over training: the
+    training loss and the Grad-CAM and saliency minor shares of ℓ2-SAM at each radius; and
+    the test accuracy of the networks trained on the minor feature alone."""
+    from ._cnnrun import minor_only, sweep_name
+
+    names = list(small)
+    fig = new_figure(FULL_WIDTH, 1.6 * len(names) + 0.8)
+    axes = fig.subplots(len(names), 4, squeeze=False)
+    shades = (OKABE_ITO["sky"], METHOD_COLORS["ℓ2-SAM"], OKABE_ITO["purple"])
+    for r, name in enumerate(names):
+        ds = small[name]
+        step = ds.step.values
+        base = ds.sel({"method": "SGD"})
+        for i, rho in enumerate(ds.attrs["radii"]):
+            sel = ds.sel({"method": sweep_name(rho)})
+            for c, var in enumerate(("train_loss", "cam_minor_share", "sal_minor_share")):
+                _band(axes[r, c], step, sel[var].values - base[var].values,
+                      shades[i % len(shades)], rf"$\rho={rho:g}$")  # fmt: skip
+        judged = sweep_name(ds.attrs["judged"])
+        gap = (ds.sel({"method": minor_only(judged)}).test_acc.values
+               - ds.sel({"method": minor_only("SGD")}).test_acc.values)  # fmt: skip
+        _band(axes[r, 3], step, 100 * gap, METHOD_COLORS["ℓ2-SAM"],
+              rf"$\rho={ds.attrs['judged']:g}$")  # fmt: skip
+        axes[r, 0].set_ylabel(f"{name}\ntraining loss − SGD's")
+        axes[r, 1].set_ylabel("Grad-CAM minor\nshare − SGD's")
+        axes[r, 2].set_ylabel("saliency minor\nshare − SGD's")
+        axes[r, 3].set_ylabel("trained on minor only:\ntest acc. − SGD's (pts)")
+        for c in range(4):
+            axes[r, c].axhline(0, **REFERENCE)
+            axes[r, c].set_xlabel("step")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), handlelength=1.2)
+    panel_labels(list(axes.flat))
+    return fig
+
+
+def small_figure(small, out: Path) -> list[Path]:
+    return save_figure(styled(draw_small, small), out, "cnn_small_start")

@@ -18,7 +18,7 @@ import analysis
 import experiments
 import flows
 from experiments import _diagonal, _regime_map
-from experiments._cnn import CNN, L2, LESAM, LINF, sam_step
+from experiments._cnn import CNN, L2, LESAM, LINF, Schedule, sam_step
 from tests.helpers import numpy_logistic_grad, numpy_perturbation
 
 # --- Grad-CAM and saliency ------------------------------------------------------
@@ -277,9 +277,26 @@ def test_quick_command_end_to_end(tmp_path, capsys):
     for name in ("patches", "digits"):
         ds = xr.load_dataset(tmp_path / f"cnn_{name}.nc")
         assert set(ds.cam_minor_share.dims) == {"method", "seed", "checkpoint"}
-        assert ds.sizes["method"] == 8  # 5 fixed, a sweep of 2 radii, and the best of it
+        assert ds.sizes["method"] == 7  # 4 fixed, a sweep of 2 radii, and the best of it
+        small = xr.load_dataset(tmp_path / f"cnn_small_{name}.nc")
+        assert list(small.method.values) == [
+            "SGD",
+            "ℓ2-SAM ρ=0.01",
+            "ℓ2-SAM ρ=0.05",
+            "SGD, minor only",
+            "ℓ2-SAM ρ=0.05, minor only",
+        ]
+        # every run starts from its seed's start: ‖θ₀‖ the same across methods, and 0.2 of the
+        # default start's norm (the scale multiplies every weight's bound)
+        norm0 = small.param_norm.values[:, :, 0]
+        np.testing.assert_allclose(norm0, np.broadcast_to(norm0[:1], norm0.shape), rtol=1e-6)
+        classes = 2 if name == "patches" else 10
+        start, _ = experiments._cnn.init_params((0,), classes, Schedule(1, 1, 1, 1))
+        leaves = jax.tree.leaves(start)
+        default = np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2) for x in leaves))
+        assert norm0[0, 0] == pytest.approx(0.2 * default, rel=1e-5)
     pngs = sorted((tmp_path / "figures").glob("*.png"))
-    assert len(pngs) == 5 and len(list((tmp_path / "figures").glob("*.pdf"))) == 5
+    assert len(pngs) == 6 and len(list((tmp_path / "figures").glob("*.pdf"))) == 6
     import matplotlib.image
 
     for png in pngs:  # 5.5 in at 200 dpi
@@ -507,6 +524,16 @@ def test_published_cnn_numbers(name):
     met = "met" if np.all(capped < 0.3) else "not met"
     assert (f"cap binding on {_t_interval(capped)} of the steps (share per seed; its own regime "
             f"asks for < 0.3 in every seed: {met})") in page  # fmt: skip
+    a = ds.attrs
+    assert f"LE-SAM: σ₀ = {a['sigma0']:.3g} (cosine to 0; the rule: the largest σ₀" in page
+    assert f"by bisection in log σ₀ below {a['sigma0_sgd_rule']:.3g}, ρ_max times" in page
+    assert f"on the pilot it binds on {a['pilot_share']:.3f} of the steps), ρ_max" in page
+    assert a["pilot_share"] <= a["pilot_quantile"] or a["sigma0"] == pytest.approx(
+        a["sigma0_sgd_rule"] / 100
+    )  # the calibration's contract: within the share, or at the bracket's lower end
+    capped_share = ds.capped.values[m.index("LE-SAM capped"), :, 1:].mean(axis=1)
+    assert f"LE-SAM capped: σ₀ = {a['sigma0_capped']:.3g}, ρ_max = {a['rho_capped']:g}, cap " \
+        f"binding on {_t_interval(capped_share)}" in page  # fmt: skip
     rho_bar = ds.radius.values[m.index("LE-SAM"), :, 1:].mean()
     assert f"ρ̄ = {rho_bar:.3f}" in page
     assert ds.method_rho.values[m.index("ℓ2-SAM ρ̄")] == pytest.approx(rho_bar, rel=1e-6)
@@ -547,3 +574,323 @@ def test_the_power_column_counts_the_measured_cases_and_names_the_missing():
     assert _power([("a", five, 1), ("b", nan, 1)]).startswith("n ≥ 5: 1.24 sd")
     assert _power([("a", five, 1), ("b", nan, 1)]).endswith("; 1 of 2 cases missing")
     assert _power([("b", nan, 1)]) == "none: no case has two values"
+
+
+# --- LE-SAM's σ₀ rule, the minor-only tasks, the spread between runs --------------------------
+
+
+def test_pilot_sigma_puts_the_cap_on_the_chosen_share_of_the_pilot_steps():
+    """Norms c_k·v_k with v_k a permutation of 1..T: ‖g_k‖/c_k = v_k, so the 0.1 quantile over
+    T = 101 steps is 11 (numpy's linear rule at position 0.1·100 = 10), σ₀ = ρ_max · 11; the
+    cap then binds (σ₀c_k/‖g_k‖ >= ρ_max) exactly where v_k <= 11: 11 of the 101 steps."""
+    from experiments._cnn import pilot_sigma
+
+    T = 101
+    k = np.arange(T)
+    c = 0.5 * (1 + np.cos(np.pi * k / T))  # the cosine factor by hand
+    v = np.random.default_rng(0).permutation(np.arange(1.0, T + 1))
+    sigma = pilot_sigma(c * v, rho_max=0.7, quantile=0.1)
+    assert sigma == pytest.approx(0.7 * 11, rel=1e-12)
+    assert np.sum(sigma * c / (c * v) >= 0.7 * (1 - 1e-12)) == 11
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="quantile"):
+            pilot_sigma(c * v, rho_max=0.7, quantile=bad)
+
+
+def test_sgd_grad_norms_are_the_minibatch_gradients_along_sgd():
+    """The pilot's norms: ‖g_k‖ of the minibatch gradient at θ_k, with θ_{k+1} = θ_k − η g_k
+    recomputed here step by step (float64 sums of squares)."""
+    from experiments._cnn import Schedule, init_params, sgd_grad_norms
+    from experiments._tasks import patches_task
+
+    task = patches_task(n_train=32, n_test=8, n_attr=2)
+    schedule = Schedule(steps=4, every=1, batch=8, lr=0.3)
+    got = sgd_grad_norms(7, task, schedule)
+    params, static = init_params((7,), 2, schedule)
+    params = jax.tree.map(lambda x: x[0], params)
+    key = jax.random.fold_in(jax.random.PRNGKey(7), 1)
+    want = []
+    for k in range(4):
+        idx = jax.random.randint(jax.random.fold_in(key, k), (8,), 0, 32)
+        g = jax.grad(lambda p, idx=idx: experiments.cross_entropy(
+            eqx.combine(p, static), task.X[idx], task.y[idx]))(params)  # fmt: skip
+        want.append(np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2)
+                                for x in jax.tree.leaves(g))))  # fmt: skip
+        params = jax.tree.map(lambda p, gi: p - 0.3 * gi, params, g)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert len(set(np.round(got, 6))) == 4  # the parameters move between the steps
+
+
+def test_minor_only_tasks_keep_the_minor_feature_alone():
+    """Patches trained on the minor feature: the major patch carries no label signal (its mean
+    of s·x is noise, |.| < 4 standard errors 1/√(4n)) and the minor patch carries its amplitude
+    0.4; digits: no pixel at or above 0.5 is left, and the minor mask holds only stroke pixels
+    (0 < x < 0.5, never the background)."""
+    from experiments._data import patch_masks
+    from experiments._tasks import digits_task, patches_task
+
+    n = 512
+    task = patches_task(n_train=n, n_test=64, n_attr=4, minor_only=True)
+    X = np.asarray(task.X[:, 0], np.float64)
+    s = 2.0 * np.asarray(task.y) - 1.0
+    major, minor = patch_masks()
+    se = 1 / np.sqrt(4 * n)
+    assert abs(np.mean(s[:, None] * X[:, major])) < 4 * se
+    assert abs(np.mean(s[:, None] * X[:, minor]) - 0.4) < 4 * se
+    full = patches_task(n_train=n, n_test=64, n_attr=4)
+    assert abs(np.mean(s[:, None] * np.asarray(full.X[:, 0], np.float64)[:, major]) - 0.5) < 4 * se
+    np.testing.assert_array_equal(np.asarray(task.test_X), np.asarray(task.only_minor))
+    digits = digits_task(n_attr=8, minor_only=True)
+    assert float(jnp.max(digits.X)) < 0.5 and float(jnp.max(digits.test_X)) < 0.5
+    images = np.asarray(digits_task(n_attr=8).attr_X[:, 0])
+    m = np.asarray(digits.minor)
+    assert m.any() and np.all((images[m] > 0) & (images[m] < 0.5))
+    assert not np.any(m & np.asarray(digits.major))
+
+
+def test_bayes_accuracy_of_the_patches():
+    """Φ(2‖a‖/σ) from math.erf: Φ(z) = (1 + erf(z/√2))/2."""
+    import math
+
+    from experiments._tasks import bayes_accuracy
+
+    phi = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731
+    assert bayes_accuracy(0.5) == pytest.approx(phi(1.0), rel=1e-12)
+    assert bayes_accuracy(0.5, 0.4) == pytest.approx(phi(2 * math.sqrt(0.41)), rel=1e-12)
+    assert bayes_accuracy(1.0, noise=0.5) == pytest.approx(phi(4.0), rel=1e-12)
+
+
+def test_param_norms_by_hand():
+    from experiments._cnnrun import param_norms
+
+    kept = {"a": np.ones((2, 3, 4)), "b": np.full((2, 3, 2, 2), 2.0)}  # (seed, checkpoint, ...)
+    kept["a"][1, 2] = 0.0
+    want = np.full((2, 3), np.sqrt(4 + 16.0))
+    want[1, 2] = 4.0
+    np.testing.assert_allclose(param_norms(kept), want, rtol=1e-15)
+
+
+def test_spread_between_two_result_folders(tmp_path):
+    """The largest |difference| per variable over entries finite in both runs, and the count
+    of entries finite in one run only; strings skipped; a missing folder refused."""
+    from experiments._spread import spread
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    x = xr.Dataset({"v": ("i", [1.0, 2.0, np.nan, 4.0]), "w": ("i", [0, 1, 2, 3]),
+                    "s": ("i", ["x", "y", "z", "t"])})  # fmt: skip
+    y = xr.Dataset({"v": ("i", [1.0, 2.5, np.nan, np.nan]), "w": ("i", [0, 1, 2, 3]),
+                    "s": ("i", ["x", "y", "z", "u"])})  # fmt: skip
+    x.to_netcdf(a / "r.nc"), y.to_netcdf(b / "r.nc"), x.to_netcdf(a / "only_a.nc")
+    assert spread(a, b) == {"r.nc": {"v": [0.5, 1], "w": [0.0, 0]}}
+    with pytest.raises(ValueError, match="`b`"):
+        spread(a, tmp_path / "none")
+
+
+# --- the page's other numbers against the published results ---------------------------------
+
+
+def _fmt(values, digits=3, scale=1.0):
+    """mean ± Student-t 95 % half-width over the finite values, as the page prints it."""
+    v = np.asarray(values, float).ravel() * scale
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "missing"
+    if v.size < 2:
+        return f"{np.mean(v):+.{digits}f}"
+    half = scipy.stats.t.ppf(0.975, v.size - 1) * np.std(v, ddof=1) / np.sqrt(v.size)
+    return f"{np.mean(v):+.{digits}f} ± {half:.{digits}f}"
+
+
+def _label(values, predicted):
+    """The outcome rule by hand: the t interval on the predicted side, the other, or neither."""
+    v = np.asarray(values, float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return "inconclusive"
+    m = np.mean(v)
+    h = scipy.stats.t.ppf(0.975, v.size - 1) * np.std(v, ddof=1) / np.sqrt(v.size)
+    return "supported" if predicted * m > h else "contradicted" if predicted * m < -h else (
+        "inconclusive")  # fmt: skip
+
+
+def _claim_row(page, start):
+    (row,) = [r for r in page.splitlines() if r.startswith(f"| {start} |")]
+    return row
+
+
+def _combined(labels):
+    if all(x == "supported" for x in labels):
+        return "supported"
+    return "contradicted" if "contradicted" in labels else "inconclusive"
+
+
+@pytest.mark.parametrize("name", ["patches", "digits"])
+def test_published_small_start_rows(name):
+    """Each row of the small-start table: ρ, ρ/‖θ‖ at the start and the end (mean over seeds),
+    final training loss and test accuracy, the first-half test-accuracy gap to SGD (points) and
+    the attribution shares minus SGD's, recomputed from the saved records."""
+    page = (DOCS / "experiments.md").read_text()
+    ds = xr.load_dataset(DOCS / "figures" / "data" / f"experiments_small_{name}.nc")
+    methods = list(ds.method.values)
+    n = ds.sizes["checkpoint"]
+    first = slice(1, 1 + max(1, (n - 1) // 2))
+    for i, method in enumerate(methods):
+        base = methods.index("SGD, minor only" if method.endswith("minor only") else "SGD")
+        rho = float(ds.method_rho.values[i])
+        norm = ds.param_norm.values[i]
+        gap = (ds.test_acc.values[i] - ds.test_acc.values[base])[:, first].mean(axis=1)
+        cells = [method, f"{rho:g}", f"{np.mean(rho / norm[:, 0]):.3f}",
+                 f"{np.mean(rho / norm[:, -1]):.4f}", _fmt(ds.train_loss.values[i, :, -1]),
+                 _fmt(ds.test_acc.values[i, :, -1]),
+                 "—" if i == base else _fmt(gap, 2, 100)]  # fmt: skip
+        assert "| " + " | ".join(cells) + " |" in page, method
+        loss = ds.train_loss.values[i]
+        stuck = int(np.sum(loss[:, -1] >= 0.95 * loss[:, 0]))  # did not leave the start
+        said = f"{method} ({stuck} of {ds.sizes['seed']} seeds)"
+        assert (said in page) == (stuck > 0), said
+        if i == base or method.endswith("minor only"):
+            continue
+        for var in ("cam_minor_share", "sal_minor_share"):
+            d = ds[var].values[i] - ds[var].values[base]
+            assert f"| {_fmt(np.nanmean(d[:, first], axis=1))} / {_fmt(d[:, -1])} |" in page
+
+
+def test_published_small_start_claims():
+    """The two small-start claims' numbers and outcomes, by hand from the saved records: ℓ2-SAM
+    at the judged radius minus SGD (attention: first half and end, both attributions; minor
+    only: final test accuracy of the networks trained on the minor feature alone)."""
+    page = (DOCS / "experiments.md").read_text()
+    attention, minor = [], []
+    for name in ("patches", "digits"):
+        ds = xr.load_dataset(DOCS / "figures" / "data" / f"experiments_small_{name}.nc")
+        m = list(ds.method.values)
+        sam = f"ℓ2-SAM ρ={ds.attrs['judged']:g}"
+        first = slice(1, 1 + max(1, (ds.sizes["checkpoint"] - 1) // 2))
+        for var, kind in (("cam_minor_share", "Grad-CAM"), ("sal_minor_share", "saliency")):
+            d = ds[var].values[m.index(sam)] - ds[var].values[m.index("SGD")]
+            attention += [(f"{name} {kind} first half", np.nanmean(d[:, first], axis=1)),
+                          (f"{name} {kind} end", d[:, -1])]  # fmt: skip
+        acc = ds.test_acc.values[:, :, -1]
+        minor.append((name, acc[m.index(f"{sam}, minor only")] - acc[m.index("SGD, minor only")]))
+    for start, cases in (
+        ("From a small start, ℓ2-SAM attends more to the minor feature than SGD (Grad-CAM, "
+         "saliency)", attention),
+        ("Trained on the minor feature alone, ℓ2-SAM learns it better than SGD", minor),
+    ):  # fmt: skip
+        row = _claim_row(page, start)
+        for label, v in cases:
+            assert f"{label}: {_fmt(v)}" in row
+        assert f"| **{_combined([_label(v, 1) for _, v in cases])}** |" in row
+        n = min(int(np.isfinite(v).sum()) for _, v in cases)
+        t = scipy.stats.t.ppf(0.975, n - 1) / np.sqrt(n)
+        assert f"| n ≥ {n}: {t:.2f} sd;" in row
+
+
+def test_published_diagonal_numbers():
+    """The diagonal networks' tables (shares at each loss level, majors last on the long runs),
+    the L = 1 and L = 2 paragraphs, the majors-last outcome and the caption's horizon and seed
+    count, from the published per-seed values."""
+    page = (DOCS / "experiments.md").read_text()
+    ds = xr.load_dataset(DOCS / "figures" / "data" / "experiments_diagonal.nc")
+    m = list(ds.method.values)
+    gd, l2, linf, le = (m.index(x) for x in ("GD", "ℓ2-SAM", "ℓ∞-SAM", "LE-SAM"))
+    for j, level in enumerate(ds.level.values):
+        s = ds.low_share_at.values[j]
+        for b, depth in enumerate(ds.depth.values):
+            cells = [str(depth), f"{level:g}", _fmt(s[gd, b]), _fmt(s[l2, b]),
+                     _fmt(s[l2, b] - s[gd, b]), _fmt(s[linf, b] - s[gd, b]),
+                     _fmt(s[le, b] - s[gd, b])]  # fmt: skip
+            assert "| " + " | ".join(cells) + " |" in page
+    lm = list(ds.long_method.values)
+    lgd, ll2 = lm.index("GD"), lm.index("ℓ2-SAM")
+    change = ds.long_share_end.values - ds.long_share_at.values
+    late = []
+    for b, depth in enumerate(ds.long_depth.values):
+        diff = change[ll2, b] - change[lgd, b]
+        late.append((f"L = {depth}", diff))
+        r0, r1 = ds.long_rank_at.values, ds.long_rank_end.values
+        cells = [str(depth), _fmt(change[lgd, b]), _fmt(change[ll2, b]), _fmt(diff),
+                 _fmt(ds.long_loss_end.values[ll2, b], 5), _fmt(r0[lgd, b], 2),
+                 _fmt(r0[ll2, b], 2), _fmt(r1[lgd, b], 2), _fmt(r1[ll2, b], 2)]  # fmt: skip
+        assert "| " + " | ".join(cells) + " |" in page
+    row = _claim_row(page, "… and moves to the major ones late, more than GD does")
+    for label, v in late:
+        assert f"{label}: {_fmt(v)}" in row
+    assert f"| **{_combined([_label(v, -1) for _, v in late])}** |" in row
+    horizon = ds.attrs["long_steps"] / ds.attrs["steps"]
+    assert f"end of the {horizon:g}× longer horizon" in row
+    assert f"over the {horizon:g}× longer horizon. Solid: mean; thin pale lines: 95 % t " \
+        f"interval over {ds.sizes['seed']} seeds." in page  # fmt: skip
+    b1, b2 = list(ds.depth.values).index(1), list(ds.depth.values).index(2)
+    at1 = ds.low_share_at.values[:, :, b1]  # (level, method, seed)
+    gaps = np.nanmax(np.abs(at1 - at1[:, gd : gd + 1]), axis=(0, 1))
+    assert f"is {_fmt(gaps, 4)} (per seed, mean ± interval)" in page
+    assert f"L = 1: {_fmt(0.02 - gaps, 4)}" in page
+    c1, c2 = ds.cos_l1_end.values[:, b2], ds.cos_l2_end.values[:, b2]
+    assert f"{_fmt(c1[gd])} (GD) and {_fmt(c1[l2])} (ℓ2-SAM); with the ℓ2 one " \
+        f"{_fmt(c2[gd])} and {_fmt(c2[l2])}." in page  # fmt: skip
+
+
+def test_published_small_start_caption():
+    page = (DOCS / "experiments.md").read_text()
+    small = {n: xr.load_dataset(DOCS / "figures" / "data" / f"experiments_small_{n}.nc")
+             for n in ("patches", "digits")}  # fmt: skip
+    judged = ", ".join(f"{n} ρ = {ds.attrs['judged']:g}" for n, ds in small.items())
+    seeds = ", ".join(f"{n} {ds.sizes['seed']}" for n, ds in small.items())
+    assert f"feature alone ({judged}). Solid: mean; thin pale lines: 95 % t interval over the " \
+        f"seeds ({seeds})." in page  # fmt: skip
+
+
+def test_published_spread_between_two_runs():
+    """The caveat on the spread: the saved comparison of two runs, every variable counted, and
+    each variable that moved named with its largest difference (or none moved)."""
+    import json
+
+    page = (DOCS / "experiments.md").read_text()
+    saved = json.loads((DOCS / "figures" / "data" / "experiments_spread.json").read_text())
+    rows = [(f, v, d, n) for f, vs in saved["spread"].items() for v, (d, n) in vs.items()]
+    assert f"`{saved['command']}` run twice, in two processes" in page
+    assert f"over {len(rows)} saved variables in {len(saved['spread'])} files" in page
+    moved = [(f, v, d) for f, v, d, n in rows if d > 0 or n]
+    if not moved:
+        assert "the largest difference of every saved number is 0 (bit-identical)" in page
+    for f, v, d in moved:
+        assert f"{f} `{v}` {d:.3g}" in page
+
+
+def test_small_start_figure_in_the_set_style(tmp_path):
+    """The small-start figure, drawn from the published results as `python -m experiments`
+    draws it: printed width, no text under the style's sizes, one meaning per line style."""
+    from experiments import _figures
+    from figures import _style
+    from tests.test_style import line_style_problems, text_problems
+
+    small = {n: xr.load_dataset(DOCS / "figures" / "data" / f"experiments_small_{n}.nc")
+             for n in ("patches", "digits")}  # fmt: skip
+    fig = _style.styled(_figures.draw_small, small)
+    assert fig.get_figwidth() == _style.FULL_WIDTH
+    assert text_problems(fig) == [] and line_style_problems(fig) == []
+    pdf, png = _figures.small_figure(small, tmp_path)
+    assert (pdf.name, png.name) == ("cnn_small_start.pdf", "cnn_small_start.png")
+
+
+def test_calibrate_sigma_is_the_largest_bisection_point_within_the_share():
+    """At the returned σ₀ the pilot LE-SAM run (recomputed here by train_seeds) binds its cap on
+    the returned share, at most the target; one bisection step above it binds more often."""
+    from experiments._cnn import LESAM as KIND
+    from experiments._cnn import Method, calibrate_sigma, train_seeds
+    from experiments._tasks import patches_task
+
+    task = patches_task(n_train=32, n_test=8, n_attr=2)
+    schedule = Schedule(steps=20, every=5, batch=8, lr=0.2)
+
+    def binding(sigma):
+        recs, _ = train_seeds((3,), task, schedule, Method(KIND, 0.05, sigma))
+        return float(np.mean(recs["capped"][0, 1:]))
+
+    sigma, share = calibrate_sigma(3, task, schedule, 0.05, 0.3, upper=1.0, halvings=3)
+    assert share == binding(sigma) <= 0.3
+    assert binding(sigma * 100 ** (1 / 2**3)) > 0.3
+    with pytest.raises(ValueError, match="share"):
+        calibrate_sigma(3, task, schedule, 0.05, 1.0, upper=1.0)
