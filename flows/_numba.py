@@ -92,9 +92,9 @@ def engine_run(method, values, data, theta0, *, ts, t1, rescaled, loss, options,
     (:func:`analysis._drive.drive`); ``atols`` None: those of
     ``options`` (``"auto"``: relative to each start). ``logs``: integrate :math:`u=\log\theta`
     (every θ >= 0, no clock) under θ's error control, atol + rtol·θ, which is relative for every
-    weight far above atol however far it decays; ``r0``
-    (with ``logs``): on the arc-length clock of :func:`flows._engine._field._log_field` with that
-    floor (``t1`` then a budget of arc length; ``t_end`` and the switch times are τ)."""
+    weight far above atol however far it decays; ``r0`` (with ``logs``): on the arc-length
+    clock of :func:`flows._engine._vector_field._log_field` with that floor (``t1`` then a
+    budget of arc length; ``t_end`` and the switch times are τ)."""
     from . import _engine
 
     if atols is None:

@@ -26,7 +26,7 @@ from ._validate import as_array, check_finite, check_int, check_scalar, check_ty
 # with its derivative ℓ'(z) and, for a classification loss, log(-ℓ'(z)). The code below
 # is plain arithmetic on the namespace ``xp`` (as flows._rules.epsilon): JAX runs it with
 # xp = jax.numpy (jax_loss_value, ...), and the numba engine compiles the functions
-# themselves, with xp = numpy, on scalars (flows._engine._field). No loss is written twice.
+# themselves, with xp = numpy, on scalars (flows._engine._vector_field). No loss is written twice.
 
 #: The losses by name, and their codes in the code below (the engine's ``loss``).
 LOSSES = {"logistic": 0, "exponential": 1, "squared": 2}

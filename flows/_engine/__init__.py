@@ -13,31 +13,29 @@ The algorithm is diffrax's, step for step, so that the two backends take the sam
 agree to rounding (:func:`flows.solve` with ``backend="diffrax"``). The modules, each with
 one job:
 
-=================  ==========================================================================
-``_tableau``       diffrax's Tsit5 and Dopri5: stages, error weights, dense interpolants
-``_norms``         norms without under- or overflow
-``_field``         the vector field on all lanes (the rules of :mod:`flows._rules`, the
-                   losses of :mod:`flows._problem`), and its log form
-``_events``        the stopping conditions, their sign at each step, the event's bisection
-``_controller``    diffrax's PID step size controller and the error norm
-``_saving``        the saved states at the saving times, the end of a run
-``_leader``        j† along each run (the analysis's pass policy hooks)
-``_lanes``         the lanes of a chunk and each lane's record
-``_chunk``         the loop over one chunk of trajectories
-``_run``           :func:`run_many` (threads over chunks) and :func:`fields`
-=================  ==========================================================================
+==================  =========================================================================
+``_tableau``        diffrax's Tsit5 and Dopri5: stages, error weights, dense interpolants
+``_norms``          norms without under- or overflow
+``_vector_field``   the vector field on all lanes (the rules of :mod:`flows._rules`, the
+                    losses of :mod:`flows._problem`), and its log form
+``_events``         the stopping conditions, their sign at each step, the event's bisection
+``_controller``     diffrax's PID step size controller and the error norm
+``_leader``         j† along each run (the analysis's pass policy hooks)
+``_chunk``          the loop over one chunk of trajectories, :data:`W` lanes at a time
+``_run``            :func:`run_many` (threads over chunks) and :func:`fields`
+==================  =========================================================================
 """
 
 from .._problem import LOSSES as _ALL_LOSSES
-from ._field import _broadcast as _broadcast
-from ._field import _field as _field
-from ._field import _log_field as _log_field
-from ._field import _scratch as _scratch
-from ._lanes import W
+from ._chunk import W
 from ._leader import _order_kept as _order_kept
 from ._leader import _overtaker as _overtaker
 from ._run import fields, run_many
 from ._tableau import SOLVERS
+from ._vector_field import _broadcast as _broadcast
+from ._vector_field import _field as _field
+from ._vector_field import _log_field as _log_field
+from ._vector_field import _scratch as _scratch
 
 #: The losses that the engine integrates, by name, and their codes (flows._problem.LOSSES).
 LOSSES = {name: _ALL_LOSSES[name] for name in ("logistic", "exponential")}

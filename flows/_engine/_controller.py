@@ -7,7 +7,9 @@ error order 5 of both solvers, acting on the RMS norm of
 counted as 0, :func:`flows._options.error_norm`); diffrax's first step 0.01, its
 end-of-interval clipping (100 ulp) and the non-finite handling of
 :class:`flows._options.FiniteController` (its ``NONFINITE_REJECTIONS``, ``NONFINITE_STALLS``
-and ``STALL_STEP``).
+and ``STALL_STEP``). Here: the constants, the error norms of every lane (:func:`_error_norms`)
+and the proposal of the next step (:func:`_propose`); the loop (:mod:`flows._engine._chunk`)
+applies them to each lane with diffrax's clipping and the non-finite counts.
 """
 
 import math
@@ -15,9 +17,8 @@ import math
 import diffrax
 import numpy as np
 
-from .._options import NONFINITE_REJECTIONS, NONFINITE_STALLS, STALL_STEP, SolverOptions
-from ._jit import jit
-from ._lanes import END, FACTOR, FLOOR, REJECTED, RUN, STALLS, STEPS, T0, T1, H
+from .._options import SolverOptions
+from ._jit import inlined, jit
 
 _PID = SolverOptions().controller(1.0)
 _SAFETY, _FACTORMIN, _FACTORMAX = float(_PID.safety), float(_PID.factormin), float(_PID.factormax)
@@ -66,60 +67,21 @@ def _error_norms(E, K, y, yi, err, bad, nan_y1, atol, scale, rtol, logs, Ld, tau
                 err[w] += v * v
 
 
-@jit
-def _control(lane, count, w, e, bad, y):
-    """Accept or reject lane w's step [T0, T1] on its scaled error norm ``e`` (``bad``: an
-    error estimate is not finite; ``y``: the block of the step's start) and propose the next
-    step, as diffrax's PID controller with :class:`flows._options.FiniteController`; updates
-    the lane's record. Returns (accepted, the step's t0, its t1)."""
-    hw = lane[H, w]
-    t1 = lane[END, w]
+@inlined
+def _propose(e, h, factor0):
+    """diffrax's PID proposal from the scaled error norm ``e`` of a step of size ``h``
+    (``factor0``: the factor of the last accepted error, 1 at the start): (accepted, the next
+    step's size, the inverse error whose power ``_COEFF2`` is the next factor). A NaN factor
+    proposes a NaN step; an error of 0 or inf leaves the factor at 1."""
     keep = e < 1.0
     inv = 1.0 / e
-    factor = _SAFETY * inv**_COEFF1 * lane[FACTOR, w]
+    factor = _SAFETY * inv**_COEFF1 * factor0
     if factor != factor:
         dt = np.nan
     elif keep:
-        dt = hw * min(max(factor, 1.0), _FACTORMAX)
+        dt = h * min(max(factor, 1.0), _FACTORMAX)
     else:
-        dt = hw * min(max(factor, _FACTORMIN), _SAFETY)
+        dt = h * min(max(factor, _FACTORMIN), _SAFETY)
     if inv == 0.0 or inv == np.inf:
         inv = 1.0
-    step_t0, step_t1 = lane[T0, w], lane[T1, w]
-    t0n = step_t1 if keep else step_t0
-    t1n = t0n + dt
-    failed = False
-    if not keep and bad:  # flows._options.FiniteController
-        if t1n != t1n:
-            t1n = t0n + _FACTORMIN * hw
-        failed = True
-        for i in range(y.shape[0]):
-            if not math.isfinite(y[i, w]):
-                failed = False
-    count[RUN, w] = count[RUN, w] + 1 if failed else 0
-    if failed and abs(hw) <= STALL_STEP * abs(step_t0):
-        count[STALLS, w] += 1
-    if keep:
-        lane[FACTOR, w] = inv**_COEFF2  # the next steps' factor of this error
-    count[STEPS, w] += 1
-    if not keep:
-        count[REJECTED, w] += 1
-    lane[T0, w] = min(t0n, t1)
-    if t1n > lane[FLOOR, w]:
-        lane[T1, w] = t1 if keep else lane[T0, w] + 0.5 * (t1 - lane[T0, w])
-    else:
-        lane[T1, w] = t1n
-    return keep, step_t0, step_t1
-
-
-@jit
-def _given_up(count, w):
-    """The run of lane w failed for a non-finite field (too many rejections in a row, or too
-    many stalls)."""
-    return count[RUN, w] >= NONFINITE_REJECTIONS or count[STALLS, w] >= NONFINITE_STALLS
-
-
-@jit
-def _first_step(t1):
-    """The first step's end on a run to ``t1``."""
-    return min(_FIRST_STEP, t1)
+    return keep, dt, inv

@@ -19,10 +19,10 @@ import optimistix as optx
 from .._dynamics import _LOG_MAX
 from .._events import EVENT_ATOL, EVENT_RTOL
 from .._trajectory import Status
-from ._field import _exp, _loss, _margin
-from ._jit import jit
+from ._jit import inlined, jit
 from ._norms import _norm, _scaled_norms
 from ._tableau import _interpolate
+from ._vector_field import _exp, _loss, _margin
 
 _OK, _COLLAPSED, _ESCAPED = Status.OK, Status.COLLAPSED, Status.ESCAPED
 _CONVERGED, _MAXED, _NONFINITE = Status.CONVERGED, Status.MAX_STEPS, Status.NONFINITE
@@ -192,7 +192,7 @@ def _root(solver, t0, t1, y0, y1, K, w, ns, tmp, values, X, Y, loss, L, d, norm0
     return np.nan
 
 
-@jit
+@inlined
 def _span(t1):
     """The bisection's absolute width on a run to ``t1``: EVENT_ATOL·|t1| (and above 0)."""
     return EVENT_ATOL * abs(t1) + _TINY

@@ -1,6 +1,6 @@
 r"""Euclidean norms of a lane's state without under- or overflow in the squares: scaled by
 the largest entry, :math:`\lVert y\rVert=s\,\lVert y/s\rVert`, :math:`s=\max|y|` (1 where
-y = 0). The rules' :math:`\lVert g\rVert` (:mod:`flows._engine._field`) and the events'
+y = 0). The rules' :math:`\lVert g\rVert` (:mod:`flows._engine._vector_field`) and the events'
 :math:`\lVert\theta\rVert` (:mod:`flows._engine._events`) read them.
 """
 

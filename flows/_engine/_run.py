@@ -6,10 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._chunk import _run_chunk
-from ._field import _broadcast, _field, _scratch
+from ._chunk import W, _run_chunk
 from ._jit import jit
-from ._lanes import W
+from ._vector_field import _broadcast, _field, _scratch
 
 
 def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss, rescaled,
@@ -27,7 +26,7 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
     :func:`flows._engine._leader._order_kept`), ``slots``, ``samples`` and ``tie_ulps``.
     ``logs``: integrate u = log θ (every θ >= 0, no clock) under θ's error control,
     atol + rtol·θ, read in u. ``r0`` (with ``logs``): integrate on the arc-length clock of
-    :func:`flows._engine._field._log_field` with that floor (a number or (N,)); ``y0s`` then
+    :func:`flows._engine._vector_field._log_field` with that floor (a number or (N,)); ``y0s`` then
     ends with τ = 0 and ``t1`` is a budget of arc length.
     Returns NumPy arrays:
     ``saved`` (N, T, ns), ``y_end`` (N, ns), ``status``, ``t_end``, ``n_steps``,

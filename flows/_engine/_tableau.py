@@ -16,15 +16,15 @@ from ._jit import jit
 SOLVERS = {"tsit5": 0, "dopri5": 1}
 
 
-def _tableau(tab):
+def _read_tableau(tab):
     a = np.zeros((7, 7))
     for i, row in enumerate(tab.a_lower):
         a[i + 1, : len(row)] = row
     return a, np.asarray(tab.b_error, float)
 
 
-_A = np.stack([_tableau(_tsit5_tableau)[0], _tableau(_dopri5_tableau)[0]])
-_E = np.stack([_tableau(_tsit5_tableau)[1], _tableau(_dopri5_tableau)[1]])
+_A = np.stack([_read_tableau(_tsit5_tableau)[0], _read_tableau(_dopri5_tableau)[0]])
+_E = np.stack([_read_tableau(_tsit5_tableau)[1], _read_tableau(_dopri5_tableau)[1]])
 _DOPRI5_MID = np.asarray(_Dopri5Interpolation.c_mid, float)
 
 
