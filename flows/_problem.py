@@ -15,27 +15,66 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy as xp
 
+from ._rules import _in_namespace
 from ._validate import as_array, check_finite, check_int, check_scalar, check_type, is_traced
 
 # --- losses ---------------------------------------------------------------------
 # Each loss is written once, as ℓ(z) of its argument (loss_arguments): the margin
 # y⟨β, x⟩ for a classification loss, the residual ⟨β, x⟩ - y for the squared loss;
-# its derivative ℓ'(z) comes from autodiff.
+# with its derivative ℓ'(z) and, for a classification loss, log(-ℓ'(z)). The code below
+# is plain arithmetic on the namespace ``xp`` (as flows._rules.epsilon): JAX runs it with
+# xp = jax.numpy (jax_loss_value, ...), and the numba engine compiles the functions
+# themselves, with xp = numpy, on scalars (flows._engine._vector_field). No loss is written twice.
 
-_LOSSES = {
-    "logistic": lambda z: jnp.logaddexp(0.0, -z),  # log(1 + e^{-z}), stable for all z
-    "exponential": lambda z: jnp.exp(-z),
-    "squared": lambda r: 0.5 * (r * r),  # of the residual r = <β, x> - y
-}
+#: The losses by name, and their codes in the code below (the engine's ``loss``).
+LOSSES = {"logistic": 0, "exponential": 1, "squared": 2}
 #: The losses of regression (argument: the residual); the others classify (the margin).
 REGRESSION_LOSSES = ("squared",)
 
 
+def loss_value(code, z):
+    r""":math:`\ell(z)` of the loss ``code``: :math:`\log(1+e^{-z})` (logistic, as
+    logaddexp(0, -z), finite for every finite z), :math:`e^{-z}` (exponential),
+    :math:`z^2/2` (squared, of the residual)."""
+    if code == 0:
+        return xp.logaddexp(0.0, -z)
+    if code == 1:
+        return xp.exp(-z)
+    return 0.5 * (z * z)
+
+
+def loss_slope(code, z):
+    r""":math:`\ell'(z)`: :math:`-e^{-z-\log(1+e^{-z})}` (logistic; the tangent of
+    jax.numpy.logaddexp's own derivative rule), :math:`-e^{-z}` (exponential), :math:`z`
+    (squared)."""
+    if code == 0:
+        return -xp.exp(-z - xp.logaddexp(0.0, -z))
+    if code == 1:
+        return -xp.exp(-z)
+    return z
+
+
+def loss_log_speed(code, z):
+    r""":math:`\log(-\ell'(z))` of a classification loss, finite where :math:`\ell'(z)`
+    underflows (margins beyond ~745): :math:`-\log(1+e^{z})` (logistic), :math:`-z`
+    (exponential). The rescaled flow's clock :math:`dt/d\tau=1/(-\ell'(\hat m))` needs it at
+    any margin."""
+    if code == 0:
+        return -xp.logaddexp(0.0, z)
+    return -z
+
+
+jax_loss_value = _in_namespace(loss_value, jnp)
+jax_loss_slope = _in_namespace(loss_slope, jnp)
+jax_loss_log_speed = _in_namespace(loss_log_speed, jnp)
+
+
 def check_loss(loss: str) -> str:
     """Return ``loss`` if it names a known loss, else raise ``ValueError``."""
-    if not isinstance(loss, str) or loss not in _LOSSES:
-        raise ValueError(f"`loss` must be one of {sorted(_LOSSES)}; got {loss!r}.")
+    if not isinstance(loss, str) or loss not in LOSSES:
+        raise ValueError(f"`loss` must be one of {sorted(LOSSES)}; got {loss!r}.")
     return loss
 
 
@@ -43,7 +82,7 @@ def check_classification_loss(loss: str, needed_by: str) -> str:
     """``loss`` if it is a classification loss (a function of the margin), else ``ValueError``
     naming ``loss`` and ``needed_by``, the feature that needs one."""
     if check_loss(loss) in REGRESSION_LOSSES:
-        names = sorted(set(_LOSSES) - set(REGRESSION_LOSSES))
+        names = sorted(set(LOSSES) - set(REGRESSION_LOSSES))
         raise ValueError(f"`loss` must be one of {names} for {needed_by}; got {loss!r}.")
     return loss
 
@@ -52,30 +91,20 @@ def loss_fn(loss: str, z):
     r""":math:`\ell(z)` elementwise: of the margin :math:`z=y\langle\beta,x\rangle` for
     ``"logistic"`` and ``"exponential"``, of the residual :math:`z=\langle\beta,x\rangle-y`
     for ``"squared"`` (:math:`z^2/2`)."""
-    return _LOSSES[check_loss(loss)](as_array("z", z))
+    return jax_loss_value(LOSSES[check_loss(loss)], as_array("z", z))
 
 
 def loss_derivative(loss: str, z):
     r""":math:`\ell'(z)` elementwise (negative for the classification losses; the residual
     itself for the squared loss)."""
-    scalar = jax.grad(_LOSSES[check_loss(loss)])
-    return jnp.vectorize(scalar)(as_array("z", z))
-
-
-# log(-ℓ'(z)), finite where ℓ'(z) underflows (margins beyond ~745): the rescaled
-# flow's clock dt/dτ = 1/(-ℓ'(m̂)) needs it at any margin. Checked against
-# log(-loss_derivative) in tests/test_solve_rescaled.py.
-_LOG_SPEEDS = {
-    "logistic": lambda z: -jnp.logaddexp(0.0, z),  # log(1 / (1 + e^z))
-    "exponential": lambda z: -z,
-}
+    return jax_loss_slope(LOSSES[check_loss(loss)], as_array("z", z))
 
 
 def log_speed(loss: str, z):
     r""":math:`\log(-\ell'(z))` elementwise, finite for every finite ``z`` (classification
     losses only: :math:`-\ell'` of the squared loss changes sign)."""
     loss = check_classification_loss(loss, "log_speed (-ℓ' > 0)")
-    return _LOG_SPEEDS[loss](as_array("z", z))
+    return jax_loss_log_speed(LOSSES[loss], as_array("z", z))
 
 
 # --- data -----------------------------------------------------------------------

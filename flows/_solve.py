@@ -19,6 +19,7 @@ from ._config import cacheable_checks, release_compiled_when_crowded
 from ._dynamics import Field
 from ._filippov import system
 from ._methods import LESAM, AbstractMethod, LinfSAM
+from ._numba import run_numba
 from ._options import SolverOptions, solver_options
 from ._problem import Dataset, check_classification_loss, check_loss_data, check_theta, objective
 from ._trajectory import Status, Trajectory
@@ -214,8 +215,6 @@ def integrate(method, data, theta0, *, t1, ts, rescaled, loss, options) -> Traje
     if ts is None:
         ts = default_ts(t1)
     if options.backend == "numba":
-        from ._many import run_numba
-
         theta0, ts = np.asarray(theta0)[None], np.asarray(ts)
         many = run_numba(method, data, theta0, ts, float(t1), rescaled, loss, {}, options, None)
         return jax.tree.map(lambda a: a[0], many)

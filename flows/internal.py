@@ -23,9 +23,9 @@ library needs none of them; their signatures may change with the packages that u
 """
 
 from ._config import enable_compilation_cache
-from ._many import engine_run, engine_supports
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
+from ._numba import engine_run, engine_supports
 from ._problem import check_data, check_loss, check_theta
 from ._processes import default_jobs, side_by_side
 from ._solve import check_dense_size, integrate

@@ -231,7 +231,7 @@ def no_integration(monkeypatch):
     """Every integrator (smooth and Filippov, both backends, and the numba engine, which the
     analysis's default driver calls) raises ``Solved``."""
     import analysis._drive
-    from flows import _diffrax, _many, _scipy
+    from flows import _diffrax, _numba, _scipy
 
     def stop(*args, **kwargs):
         raise Solved(*args)
@@ -244,7 +244,7 @@ def no_integration(monkeypatch):
     for backend in (_diffrax, _scipy):
         for name in ("solve_smooth", "solve_filippov"):
             monkeypatch.setattr(backend, name, stop)
-    for module in (_many, analysis._drive):
+    for module in (_numba, analysis._drive):
         monkeypatch.setattr(module, "engine_run", stop_engine)
 
 

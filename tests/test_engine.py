@@ -366,3 +366,51 @@ def test_trajectories_match_diffrax_at_other_depths_losses_and_solvers(name, dep
                              options=flows.SolverOptions(solver=solver), **kw)  # fmt: skip
     assert set(ref.status_name.tolist()) <= {"ok", "escaped", "collapsed"}
     assert_same_runs(ours, ref, conditioning=state_error(moved, ref))
+
+
+# z: both signs, 0, the margins where e^{-z} underflows or ℓ' leaves the normal numbers
+# (log_speed only there), and where e^{|z|} overflows
+LOSS_Z = [-800.0, -40.0, -1.0, -1e-9, 0.0, 1e-9, 0.5, 1.0, 30.0, 300.0, 700.0]
+LOSS_Z_FAR = [745.5, 800.0, 1e5]
+
+
+def _mp_losses(loss, z):
+    """(ℓ(z), ℓ'(z), log(-ℓ'(z))) at 60 digits: ℓ = log(1 + e^{-z}) or e^{-z}, from their
+    definitions in mpmath (no logaddexp form), rounded once to float64."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        zm = mpmath.mpf(z)
+        if loss == "logistic":
+            value = mpmath.log1p(mpmath.exp(-zm))
+            slope = -1 / (1 + mpmath.exp(zm))
+        else:
+            value = mpmath.exp(-zm)
+            slope = -mpmath.exp(-zm)
+        return float(value), float(slope), float(mpmath.log(-slope))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_the_losses_written_once_agree_with_their_definitions_in_both_backends(loss):
+    """flows._problem's losses, written once, run by JAX (flows.loss_fn, loss_derivative,
+    log_speed) and compiled into the engine (flows._engine._vector_field): ℓ, ℓ' and log(-ℓ') of
+    each backend against mpmath's values of the definitions: ℓ and log(-ℓ') to 4 ulps, ℓ' to
+    4 ulps of max(1, |z|) (it is e^{-z-ℓ(z)}, whose argument is rounded to ulps of |z|);
+    overflow gives inf in both, and log(-ℓ') is finite and exact also where ℓ' underflows."""
+    from flows._engine import _vector_field as engine
+
+    code = _engine.LOSSES[loss]
+    for z in LOSS_Z + LOSS_Z_FAR:
+        value, slope, log_speed = _mp_losses(loss, z)
+        expected = [log_speed] if z in LOSS_Z_FAR else [value, slope, log_speed]
+        jax_got = [float(flows.log_speed(loss, z))]
+        numba_got = [engine._log_speed(code, z)]
+        if z not in LOSS_Z_FAR:
+            jax_got = [float(flows.loss_fn(loss, z)), float(flows.loss_derivative(loss, z))]
+            jax_got += [float(flows.log_speed(loss, z))]
+            numba_got = [engine._loss(code, z), engine._loss_derivative(code, z)]
+            numba_got += [engine._log_speed(code, z)]
+        ulps = 4 * np.finfo(float).eps * np.array([1.0, max(1.0, abs(z)), 1.0])[-len(expected):]
+        for got in (jax_got, numba_got):
+            for g, want, tol in zip(got, expected, ulps, strict=True):
+                assert g == want or abs(g - want) <= tol * abs(want), (loss, z, got, expected)
