@@ -243,9 +243,10 @@ def keeps_invariant_order(method, theta0, theta, mu):
     :math:`\alpha=\rho(1+\varepsilon)` the coordinates differ by
     :math:`O(\mu\tau\varepsilon^{L-1})`, below float64's resolution for a long time
     (:math:`\varepsilon=2\cdot10^{-7}`, :math:`L\ge5`): their :math:`|\beta_j|` tie, and
-    argmax read index 0 as a switch. True at the start itself (``theta`` equal to ``theta0``:
-    :math:`\tau=0`, where tied :math:`\alpha_j` are not yet apart), and for every other method
-    and depth. :math:`L` is ``theta0.shape[0]`` (``theta`` has the same shape).
+    argmax read index 0 as a switch (the order is one of :math:`\tau>0`: the start itself, where
+    tied :math:`\alpha_j` are not yet apart, is not asked it; :func:`analysis._run.conclude`).
+    True for every other method and depth. :math:`L` is ``theta0.shape[0]`` (``theta`` has the
+    same shape).
     """
     theta0, mu = jnp.asarray(theta0), jnp.asarray(mu)
     depth = theta0.shape[0]
@@ -256,8 +257,7 @@ def keeps_invariant_order(method, theta0, theta, mu):
         strict = (a0[:, None] < a0[None, :]) | (mu[:, None] < mu[None, :])
         behind = grow & weak & strict  # j (row) strictly behind k (column) for all τ > 0
         balanced = jnp.all(theta0 == theta0[:1])
-        start = jnp.all(jnp.asarray(theta) == theta0)  # τ = 0: the start keeps its own order
-        return ~balanced | start | jnp.all(~behind | (a[:, None] < a[None, :]))
+        return ~balanced | jnp.all(~behind | (a[:, None] < a[None, :]))
     if not q_order_applies(method, depth):
         return jnp.asarray(True)
     q0 = mu * jnp.min(theta0, axis=0) ** (depth - 2)

@@ -147,7 +147,9 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     solver = options.solver(depth)
     mu = np.asarray(data.X)[0]
     target = int(np.argmax(mu))
-    first = np.array(_begin(methods, data, theta0, need, loss)[1])
+    # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
+    code, first, leader = (np.array(x) for x in _begin(methods, data, theta0, need, loss))
+    lost = np.zeros(n, bool)
     lead = np.array(_leads(methods, data, theta0))
     # The default absolute tolerance is far below every weight (start_atol): the error control
     # is relative for every weight. The engine then integrates u = log θ (where every θ > 0),
@@ -164,10 +166,6 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     floor = _ARC_FLOOR if depth >= 3 else 1.0
     theta = theta0.copy()
     other = first != target
-    # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
-    code, leader, lost = (np.array(x) for x in _conclude(
-        methods, data, theta0, theta0, np.zeros(n, np.int64), np.zeros(n, bool), other, first,
-        need))  # fmt: skip
     code[real:] = 0  # the padding rows: decided, never integrated
     t_end = np.zeros(n)
     passes = np.zeros(n, np.int64)

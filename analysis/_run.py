@@ -51,10 +51,10 @@ def _facts(method, theta, mu, bound):
 
 
 def begin(method, data, theta0, *, need: str, loss: str):
-    r"""Pass 0 of a run: ``(code, first)``, the regime code that the start ``theta0`` alone
-    decides (else -1: :func:`conclude` at :math:`\tau=0`) and :math:`j^\dagger(0^+)` by the tie
-    rule (traceable; the policy of both drivers, :func:`run` and
-    :func:`analysis._drive.drive`). See :func:`start_code`."""
+    r"""Pass 0 of a run: ``(code, first, leader)``, the regime code that the start ``theta0``
+    alone decides (else -1) and the leader it used (:func:`conclude` at :math:`\tau=0`), and
+    :math:`j^\dagger(0^+)` by the tie rule (traceable; the policy of both drivers, :func:`run`
+    and :func:`analysis._drive.drive`). See :func:`start_code`."""
     theta0 = jnp.asarray(theta0)
     mu = data.X[0]
     target = jnp.argmax(mu)
@@ -62,11 +62,11 @@ def begin(method, data, theta0, *, need: str, loss: str):
         first = target
     else:
         first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
-    code = conclude(
+    code, leader, _ = conclude(
         method, mu, theta0, theta0, jnp.asarray(flows.Status.OK), lost=jnp.asarray(False),
-        other=first != target, first=first, need=need,
-    )[0]  # fmt: skip
-    return code, jnp.asarray(first, int)
+        other=first != target, first=first, need=need, start=True,
+    )  # fmt: skip
+    return code, jnp.asarray(first, int), leader
 
 
 def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logistic"):
@@ -123,12 +123,14 @@ def thresholds(options: RunOptions, theta0, theta, bound, mu, spent, level, t1=N
     return t1, collapse, escape
 
 
-def conclude(method, mu, theta0, theta, status, *, lost, other, first, need):
+def conclude(method, mu, theta0, theta, status, *, lost, other, first, need, start=False):
     r"""The end of a pass: ``(code, leader, lost)`` of the state ``theta`` (traceable; the policy
     of both drivers).
 
     ``lost`` becomes True once a state that did not collapse breaks the exact flow's order
-    (:func:`analysis._certify.keeps_invariant_order`); ``code`` is
+    (:func:`analysis._certify.keeps_invariant_order`), an order of :math:`\tau>0`: it is not
+    asked of the start itself (``start``, pass 0, ``theta`` = ``theta0``), where exact
+    ℓ∞-SAM's tied :math:`\alpha_j` are not yet apart; ``code`` is
     :func:`analysis._regime.decide` of the certificates (-1: continue the run); ``leader`` is the
     one ``decide`` used: the certificate's, or the theorem's once the order is lost (-1 if none).
     ``other``: whether :math:`j^\dagger` visited another index than :math:`\arg\max\mu` so far.
@@ -136,8 +138,9 @@ def conclude(method, mu, theta0, theta, status, *, lost, other, first, need):
     target = jnp.argmax(mu)
     bound = bound_of(method)
     lead = invariant_leader(method, theta0, mu)
-    lost = lost | ((status != flows.Status.COLLAPSED) & ~keeps_invariant_order(
-        method, theta0, theta, mu))  # fmt: skip
+    if not start:
+        lost = lost | ((status != flows.Status.COLLAPSED) & ~keeps_invariant_order(
+            method, theta0, theta, mu))  # fmt: skip
     trap, escaped, leader, settled, stalled = _facts(method, theta, mu, bound)
     code = decide(
         status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
@@ -219,13 +222,9 @@ def run(
     target = jnp.argmax(mu)
     bound = bound_of(method)
     lead = invariant_leader(method, theta0, mu)
-    first = begin(method, data, theta0, need=need, loss=loss)[1]
-    intact = lambda th: keeps_invariant_order(method, theta0, th, mu)  # noqa: E731
     # pass 0: the start's own certificates, without integrating
-    code0, leader0, lost0 = conclude(
-        method, mu, theta0, theta0, jnp.asarray(flows.Status.OK), lost=jnp.asarray(False),
-        other=first != target, first=first, need=need,
-    )  # fmt: skip
+    code0, first, leader0 = begin(method, data, theta0, need=need, loss=loss)
+    intact = lambda th: keeps_invariant_order(method, theta0, th, mu)  # noqa: E731
     init = dict(
         theta=jnp.asarray(theta0),
         t_end=jnp.zeros(()),
@@ -238,7 +237,7 @@ def run(
         times=jnp.full(max_switches, jnp.nan),
         after=jnp.full(max_switches, -1),
         other=first != target,
-        lost=lost0,
+        lost=jnp.asarray(False),
         status=jnp.zeros((), int),
         leader=leader0,
         t_real=jnp.zeros(()),

@@ -65,8 +65,11 @@ class _InTree(_Stamped, caching.InTreeCacheLocator):
     pass
 
 
-if _UserProvided not in caching.CacheImpl._locator_classes:  # (NUMBA_CACHE_DIR first)
-    caching.CacheImpl._locator_classes[:0] = [_UserProvided, _InTree]
+# numba's private list of locators (stable since numba 0.49; absent in some future numba, the
+# engine keeps numba's default cache, keyed by each function's own file)
+_LOCATORS = getattr(getattr(caching, "CacheImpl", None), "_locator_classes", None)
+if isinstance(_LOCATORS, list) and _UserProvided not in _LOCATORS:  # (NUMBA_CACHE_DIR first)
+    _LOCATORS[:0] = [_UserProvided, _InTree]
 
 jit = njit(cache=True, error_model="numpy")
 inlined = njit(cache=True, error_model="numpy", inline="always")
