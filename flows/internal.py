@@ -10,7 +10,8 @@ library needs none of them; their signatures may change with the packages that u
   :func:`check_data`, :func:`check_finite`, :func:`check_int`, :func:`check_loss`,
   :func:`check_method`, :func:`check_scalar`, :func:`check_theta`, :func:`real_number`,
   :func:`with_overrides`, :func:`check_dense_size`; :class:`WrongTypeError`; :func:`is_traced`.
-* :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked.
+* :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked;
+  :func:`checked_solver_options`: :class:`flows.SolverOptions` from validated values, unchecked.
 * :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
   the collapse and escape events).
 * :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder.
@@ -24,6 +25,7 @@ from ._config import enable_compilation_cache
 from ._many import engine_run, engine_supports
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
+from ._options import checked_solver_options
 from ._problem import check_data, check_loss, check_theta
 from ._solve import check_dense_size, integrate
 from ._sweep._key import digest, source_digest
@@ -58,6 +60,7 @@ __all__ = [
     "check_method",
     "check_scalar",
     "check_theta",
+    "checked_solver_options",
     "digest",
     "enable_compilation_cache",
     "engine_run",
