@@ -11,6 +11,7 @@ exact ℓ∞-SAM's balanced starts are all of this kind (claim C2), so its searc
 batched solver.
 """
 
+import warnings
 from typing import NamedTuple
 
 import equinox as eqx
@@ -34,8 +35,10 @@ from ._regime import COLLAPSE, EXCURSION, SEQUENTIAL, STALLED, UNDETERMINED, und
 from ._run import start_code
 
 KINDS = ("collapse", "direct")
-#: The smallest ``rtol``: float64's resolution 2^-52 (a narrower bracket holds no float).
-_RTOL_FLOOR = float(np.finfo(np.float64).eps)
+#: The smallest ``bracket_rtol``: float64's resolution 2^-52 (a narrower bracket holds no float).
+_BRACKET_RTOL_FLOOR = float(np.finfo(np.float64).eps)
+#: The default ``bracket_rtol`` of :func:`boundary`.
+BRACKET_RTOL = 1e-8
 
 
 class _NoChange(ValueError):
@@ -55,7 +58,7 @@ class Boundary(NamedTuple):
     """
 
     value: float  # midpoint of the final bracket (NaN if not exists)
-    bracket: tuple  # (lo, hi): below-side and above-side ends, |hi - lo| <= rtol * |lo|
+    bracket: tuple  # (lo, hi): below-side and above-side ends, |hi - lo| <= bracket_rtol |lo|
     rounds: int  # vmapped multisection rounds after the scan
     solves: int  # points classified in all
     exists: bool
@@ -151,7 +154,7 @@ def boundary(
     depth: int = 2,
     bracket,
     kind: str = "collapse",
-    rtol: float = 1e-8,
+    bracket_rtol: float = BRACKET_RTOL,
     points: int = 17,
     log: bool = True,
     options=None,
@@ -172,9 +175,9 @@ def boundary(
     interior values log-spaced with ``log=True``, offset so that none sits on a simple ratio of
     the ends) in one ``jax.vmap`` call; it must show exactly one change. Each further round
     classifies ``points`` values inside the current bracket and keeps the sub-interval of the
-    change, until :math:`|hi-lo|\le` ``rtol`` :math:`|lo|`. Each point is continued pass after
-    pass (``max_passes``) until it is decided; one still undecided is ``undetermined`` and
-    stops the search with a ``RuntimeError`` naming it.
+    change, until :math:`|hi-lo|\le` ``bracket_rtol`` :math:`|lo|`. Each point is continued
+    pass after pass (``max_passes``) until it is decided; one still undecided is
+    ``undetermined`` and stops the search with a ``RuntimeError`` naming it.
 
     Arguments:
         family: callable :math:`p\mapsto` ``(method, alpha)``; the methods must share their type
@@ -183,12 +186,14 @@ def boundary(
         depth: :math:`L\ge1`.
         bracket: ``(p_below, p_above)``.
         kind: ``"collapse"`` or ``"direct"``.
-        rtol: relative width of the final bracket, in [2^-52, 0.1): float64 resolves
-            no narrower one. The bisection also stops at two adjacent floats.
+        bracket_rtol: relative width of the final bracket, in [2^-52, 0.1): float64 resolves
+            no narrower one. The bisection also stops at two adjacent floats. (It was called
+            ``rtol``, a name the solver's tolerance also has; ``rtol=`` is still taken as
+            ``bracket_rtol``, with a ``DeprecationWarning``, for one release.)
         points: values per vmapped round.
         log: spread the first round's values geometrically (positive brackets only).
         options: the :class:`analysis.RunOptions` of every run (default: its defaults; its
-            ``rtol`` is the solver's, the bracket's is ``rtol`` above). ``max_steps`` bounds
+            ``rtol`` is the solver's, the bracket's is ``bracket_rtol`` above). ``max_steps`` bounds
             each pass; a pass that spends it is continued by the next from its end state, on a
             fresh clock. That is what ends a stall at the limit of float64's time resolution:
             a run that lingers at the degenerate saddle (:math:`L\ge3`, near :math:`\alpha_c`)
@@ -203,14 +208,16 @@ def boundary(
             search is scale invariant (:math:`\alpha_c(\lambda\rho)=\lambda\alpha_c(\rho)`
             down to :math:`\lambda=10^{-150}`).
         overrides: fields of :class:`analysis.RunOptions` as keywords (``max_steps=...``,
-            ``atol=...``), applied to ``options``; all but ``rtol``, which here is the
-            bracket's.
+            ``atol=...``), applied to ``options``; all but ``rtol``, which for one release is
+            still the bracket's (the deprecated name of ``bracket_rtol``): the solver's goes in
+            ``options``.
 
     Returns:
         :class:`Boundary`.
 
     >>> import flows, analysis
-    >>> b = analysis.boundary(lambda r: (flows.L2SAM(r), 1.0), [2.0], bracket=(2.0, 1.0), rtol=1e-6)
+    >>> b = analysis.boundary(lambda r: (flows.L2SAM(r), 1.0), [2.0], bracket=(2.0, 1.0),
+    ...                       bracket_rtol=1e-6)
     >>> round(b.value, 5)  # d = 1, L = 2: dw/dτ = μ(w - ρ/√2) collapses iff ρ > √2 α
     1.41421
     """
@@ -222,11 +229,16 @@ def boundary(
         raise ValueError(
             "`mu` must have d >= 2 entries for kind='direct': with d = 1 every escape is direct."
         )
+    if "rtol" in overrides:  # the deprecated name
+        overrides = _renamed_rtol({**overrides, "bracket_rtol": bracket_rtol}, stacklevel=2)
+        bracket_rtol = overrides.pop("bracket_rtol")
     # A bracket narrower than a float64 ulp cannot be resolved: the bisection would stall
     # on two adjacent floats.
-    rtol = check_positive("rtol", rtol, upper=0.1, lower=_RTOL_FLOOR)
+    bracket_rtol = check_positive(
+        "bracket_rtol", bracket_rtol, upper=0.1, lower=_BRACKET_RTOL_FLOOR
+    )
     points = check_count("points", points, 2)
-    options = run_options(options, overrides, exclude=("rtol",))
+    options = run_options(options, overrides)
     if not callable(family):
         raise ValueError(f"`family` must be a callable p -> (method, alpha); got {family!r}.")
     if not isinstance(log, (bool, np.bool_)):
@@ -274,13 +286,40 @@ def boundary(
         raise _NoChange(f"`bracket`: no change of regime between {lo:g} and {hi:g}.", points)
     lo, hi = found
     solves, rounds = points, 0
-    while abs(hi - lo) > rtol * abs(lo) and np.nextafter(lo, hi) != hi:  # no float between
+    while abs(hi - lo) > bracket_rtol * abs(lo) and np.nextafter(lo, hi) != hi:  # no float between
         inner = lo + (hi - lo) * np.arange(1, points + 1) / (points + 1)
         lo, hi = _change(
             np.r_[lo, inner, hi], np.r_[True, flags(inner), False], "inside the bracket"
         )
         solves, rounds = solves + points, rounds + 1
     return Boundary(0.5 * (lo + hi), (lo, hi), rounds, solves, True)
+
+
+def _renamed_rtol(kwargs: dict, stacklevel: int) -> dict:
+    """``kwargs`` with the deprecated ``rtol`` (the bracket's relative width of
+    :func:`boundary`) renamed ``bracket_rtol``, after a ``DeprecationWarning`` naming the new
+    name; both at once are refused (a ``ValueError`` naming them: a ``bracket_rtol`` that is
+    not the default object :data:`BRACKET_RTOL` itself was given).
+    ``stacklevel``: the user's call, counted as :func:`warnings.warn` counts it from the
+    caller of this function."""
+    if "rtol" not in kwargs:
+        return kwargs
+    kwargs = dict(kwargs)
+    rtol = kwargs.pop("rtol")
+    if kwargs.get("bracket_rtol", BRACKET_RTOL) is not BRACKET_RTOL:
+        raise ValueError(
+            "`rtol` and `bracket_rtol` are one argument (the bracket's relative width): pass "
+            "`bracket_rtol` only; the solver's rtol goes in options=analysis.RunOptions(rtol=...)."
+        )
+    warnings.warn(
+        "`rtol` of analysis.boundary, critical_alpha and direct_alpha is deprecated: it is the "
+        "bracket's relative width, now `bracket_rtol` (the solver's rtol goes in "
+        "options=analysis.RunOptions(rtol=...)).",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+    kwargs["bracket_rtol"] = rtol
+    return kwargs
 
 
 def _scale(method) -> float:
@@ -292,6 +331,7 @@ def _scale(method) -> float:
 
 
 def _alpha_search(method, mu, depth, kind, bracket, scan, full_output, kwargs):
+    kwargs = _renamed_rtol(kwargs, stacklevel=3)  # the call of critical_alpha or direct_alpha
     method = check_method(method)
     scan = check_count("scan", scan)
     s = _scale(method)
@@ -353,7 +393,7 @@ def critical_alpha(
         bracket: ``(lo, hi)``, lo collapsing and hi escaping, instead of the scan.
         scan: half-width of the default bracket in powers of two.
         full_output: return the :class:`Boundary` instead of a float.
-        kwargs: the keywords of :func:`boundary`: ``rtol`` (the bracket's, 1e-8), ``points``
+        kwargs: the keywords of :func:`boundary`: ``bracket_rtol`` (1e-8), ``points``
             (17), ``log``, ``options`` (an :class:`analysis.RunOptions`) and its fields.
 
     >>> import flows, analysis
@@ -378,7 +418,7 @@ def direct_alpha(
     (:func:`analysis.l2sam_thresholds`).
 
     >>> import flows, analysis
-    >>> round(analysis.direct_alpha(flows.L2SAM(1.0), [3.0, 4.0], rtol=1e-6), 5)  # 7/(5√2)
+    >>> round(analysis.direct_alpha(flows.L2SAM(1.0), [3.0, 4.0], bracket_rtol=1e-6), 5)  # 7/(5√2)
     0.98995
     """
     if check_mu(mu).shape[0] < 2:

@@ -231,7 +231,7 @@ def _gd_row(mu, alpha, j=None):
     )
 
 
-def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3, alpha_c=None):
+def _linf_alpha_c_row(mu, rho, bracket_rtol, eps=1e-3, alpha_c=None):
     r"""α_c = ρ for exact ℓ∞-SAM at L = 2, from the flow itself on both sides.
 
     The coordinates decouple, :math:`w_j=\rho+(\alpha-\rho)e^{\mu_j\tau}` (docs/theory.md §11).
@@ -271,20 +271,20 @@ def _linf_alpha_c_row(mu, rho, rtol, eps=1e-3, alpha_c=None):
             )
         lo, hi = got[below], got[above]
         err = max(abs(float(lo.t_end) / tau_c - 1), abs(float(hi.t_end) / tau_e - 1))
-        a_c = critical_alpha(flows.LinfSAM(rho), mu, rtol=rtol)
+        a_c = critical_alpha(flows.LinfSAM(rho), mu, bracket_rtol=bracket_rtol)
         text = (
             f"{lo.status_name} at tau={float(lo.t_end):.8g}, {hi.status_name} at "
             f"tau={float(hi.t_end):.8g} (rel. err {_fmt(err)}); critical_alpha = {a_c:.10g}"
         )
         ok = lo.status_name == "collapsed" and hi.status_name == "escaped" and err <= 1e-6
-        return text, bool(ok and abs(a_c / alpha_c - 1) <= 2 * rtol)
+        return text, bool(ok and abs(a_c / alpha_c - 1) <= 2 * bracket_rtol)
 
     return _row(
         "C2",
         setting,
         f"alpha_c = {alpha_c:g} (rho = {rho}): collapse at tau={tau_c:.8g}, "
         f"escape at tau={tau_e:.8g} (closed form)",
-        f"statuses, tau rel. err <= 1e-6; critical_alpha rel. err <= {2 * rtol:g}",
+        f"statuses, tau rel. err <= 1e-6; critical_alpha rel. err <= {2 * bracket_rtol:g}",
         measure,
     )
 
@@ -374,7 +374,7 @@ def check_c3(quick=False):
 # --- C4: ℓ2-SAM, L = 2, regimes in alpha ---------------------------------------------
 
 
-def _alpha_c_row(mu, rho, rtol, reference=None, found=None):
+def _alpha_c_row(mu, rho, bracket_rtol, reference=None, found=None):
     """α_c of ℓ2-SAM, L = 2 (:func:`critical_alpha`) against ``reference()`` (default: the
     scalar reduction bisected between the sympy bounds); the value found goes to ``found["c"]``."""
     bounds = l2sam_thresholds(mu, rho)
@@ -382,13 +382,13 @@ def _alpha_c_row(mu, rho, rtol, reference=None, found=None):
         reference = lambda: _reference.l2sam_alpha_c(mu, rho, bounds.all_shrink, bounds.all_grow)  # noqa: E731
 
     def measure():
-        b = critical_alpha(flows.L2SAM(rho), mu, rtol=rtol, full_output=True)
+        b = critical_alpha(flows.L2SAM(rho), mu, bracket_rtol=bracket_rtol, full_output=True)
         if found is not None:
             found["c"] = b.alpha
         ref = reference()
         err = abs(b.alpha / ref - 1)
         text = f"alpha_c = {b.alpha:.10f} ({b.solves} solves); reduction {ref:.10f}"
-        return text + f" (rel. err {_fmt(err)})", bool(err <= 2 * rtol)
+        return text + f" (rel. err {_fmt(err)})", bool(err <= 2 * bracket_rtol)
 
     return _row(
         "C4",
@@ -396,28 +396,28 @@ def _alpha_c_row(mu, rho, rtol, reference=None, found=None):
         "alpha_c of the scalar reduction dT/dtau = 1/|mu w| (scipy, bisected between the "
         f"sympy bounds {bounds.all_shrink:.6f}, all shrink, and "
         f"{bounds.all_grow:.6f}, all grow)",
-        f"rel. err <= {2 * rtol:g}",
+        f"rel. err <= {2 * bracket_rtol:g}",
         measure,
     )
 
 
-def _alpha_s_row(mu, rho, rtol, predicted=None, found=None):
+def _alpha_s_row(mu, rho, bracket_rtol, predicted=None, found=None):
     """α_s of ℓ2-SAM, L = 2 (:func:`direct_alpha`) against ``predicted`` (default: sympy); the
     value found goes to ``found["s"]``."""
     predicted = l2sam_thresholds(mu, rho).direct if predicted is None else predicted
 
     def measure():
-        b = direct_alpha(flows.L2SAM(rho), mu, rtol=rtol, full_output=True)
+        b = direct_alpha(flows.L2SAM(rho), mu, bracket_rtol=bracket_rtol, full_output=True)
         if found is not None:
             found["s"] = b.alpha
         err = abs(b.alpha / predicted - 1)
-        return f"alpha_s = {b.alpha:.10f} (rel. err {_fmt(err)})", bool(err <= 2 * rtol)
+        return f"alpha_s = {b.alpha:.10f} (rel. err {_fmt(err)})", bool(err <= 2 * bracket_rtol)
 
     return _row(
         "C4",
         f"l2-SAM, L=2, mu={_vec(mu)}, rho={rho}",
         f"sequential/direct boundary = rho(mu5+mu4)/(sqrt2|mu|) = {predicted:.10f} (sympy)",
-        f"rel. err <= {2 * rtol:g}",
+        f"rel. err <= {2 * bracket_rtol:g}",
         measure,
     )
 
@@ -441,7 +441,7 @@ def _regimes_row(mu, rho, points):
     )
 
 
-def _scale_row(mu, rho, lam, rtol, found, alpha_c=None, alpha_s=None):
+def _scale_row(mu, rho, lam, bracket_rtol, found, alpha_c=None, alpha_s=None):
     r"""α_c and α_s of ℓ2-SAM at λρ against the reduction's α_c at λρ (``alpha_c()``; bisected
     between the sympy bounds at λρ) and the sympy α_s at λρ (``alpha_s``), with their ratios to
     the values found at ρ (``found``, rays α = kρ)."""
@@ -454,19 +454,20 @@ def _scale_row(mu, rho, lam, rtol, found, alpha_c=None, alpha_s=None):
 
     def measure():
         m = flows.L2SAM(lam * rho)
-        c, s = critical_alpha(m, mu, rtol=rtol), direct_alpha(m, mu, rtol=rtol)
+        c = critical_alpha(m, mu, bracket_rtol=bracket_rtol)
+        s = direct_alpha(m, mu, bracket_rtol=bracket_rtol)
         ref = alpha_c()
         err = max(abs(c / ref - 1), abs(s / alpha_s - 1))
         text = f"alpha_c = {c:.10f} (reduction {ref:.10f}), alpha_s = {s:.10f}"
         text += f" (rel. err {_fmt(err)}); ratios to rho={rho}: {c / found['c']:.10f}, "
-        return text + f"{s / found['s']:.10f}", bool(err <= 2 * rtol)
+        return text + f"{s / found['s']:.10f}", bool(err <= 2 * bracket_rtol)
 
     return _row(
         "C4",
         f"l2-SAM, L=2, mu={_vec(mu)}, rho={lam * rho} (= {lam} x {rho})",
         f"alpha_c of the scalar reduction at rho={lam * rho}; alpha_s = {alpha_s:.10f} (sympy); "
         f"ratios {lam} (rays alpha = k rho)",
-        f"rel. err <= {2 * rtol:g}",
+        f"rel. err <= {2 * bracket_rtol:g}",
         measure,
     )
 
@@ -540,10 +541,13 @@ def _plateau_row(mu, rho, a, height=_saddle_loss):
 def check_c4(quick=False):
     mu = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     rho, lam = 1.0, 3.0
-    rtol = 1e-6 if quick else 1e-8
+    bracket_rtol = 1e-6 if quick else 1e-8
     bounds = l2sam_thresholds(mu, rho)
     found = {}
-    rows = [_alpha_c_row(mu, rho, rtol, found=found), _alpha_s_row(mu, rho, rtol, found=found)]
+    rows = [
+        _alpha_c_row(mu, rho, bracket_rtol, found=found),
+        _alpha_s_row(mu, rho, bracket_rtol, found=found),
+    ]
     # The three regimes where the sympy bounds decide them, independently of the searches.
     points = {
         "collapse": 0.99 * bounds.all_shrink,
@@ -553,7 +557,7 @@ def check_c4(quick=False):
     rows.append(_regimes_row(mu, rho, points))
     if quick:
         return rows
-    rows.append(_scale_row(mu, rho, lam, rtol, found))
+    rows.append(_scale_row(mu, rho, lam, bracket_rtol, found))
     a_c = found.get("c", float("nan"))  # a failed search fails the rows below too
     rows += [_sequence_row(mu, rho, a, a_c) for a in (a_c * (1 + 1e-3), 2 * a_c)]
     # The R2 plateau: just above alpha_c the path lingers at the saddle w = (rho/sqrt2) e_j,

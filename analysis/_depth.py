@@ -32,8 +32,8 @@ def depth_table(
     for depth in depths:
         if progress:
             print(f"L = {depth} ...", file=sys.stderr, flush=True)
-        a_c = critical_alpha(method, mu, depth, rtol=1e-8)
-        a_d = direct_alpha(method, mu, depth, rtol=1e-8)
+        a_c = critical_alpha(method, mu, depth, bracket_rtol=1e-8)
+        a_d = direct_alpha(method, mu, depth, bracket_rtol=1e-8)
         if math.isnan(a_c):
             near, far = 0.01 * rho, 0.5 * a_d
             labels = ("0.01ρ", "α_direct/2")

@@ -13,7 +13,7 @@ import dataclasses
 import numpy as np
 
 import flows
-from flows.internal import check_int, with_overrides
+from flows.internal import check_int, checked_solver_options, with_overrides
 
 from ._inputs import check_positive
 
@@ -122,9 +122,10 @@ class RunOptions:
 
     def solver(self, depth: int) -> flows.SolverOptions:
         """The :class:`flows.SolverOptions` of every pass at depth ``depth`` (the absolute
-        tolerance is set per run from its start, :func:`analysis._regime.start_atol`)."""
+        tolerance is set per run from its start, :func:`analysis._regime.start_atol`), from
+        the values checked here (not checked again)."""
         escape = self.escape_factor(depth)
-        return flows.SolverOptions(
+        return checked_solver_options(
             collapse_tol=self.collapse_tol, rtol=self.rtol, max_steps=self.max_steps,
             escape_tol=escape,
         )  # fmt: skip

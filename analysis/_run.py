@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows.internal import check_dense_size, integrate, unit_and_norm
+from flows.internal import check_dense_size, checked_solver_options, integrate, unit_and_norm
 
 from ._certify import (
     bound_of,
@@ -214,8 +214,9 @@ def run(
     track = need in ("path", "direct")
     loss, max_switches = options.loss, options.max_switches
     theta0 = jnp.asarray(theta0)
-    solver_options = options.solver(theta0.shape[0]).replace(
-        dense=track, atol=start_atol(options.atol, theta0)
+    # checked values (RunOptions', and the atol derived from them): not checked again
+    solver_options = checked_solver_options(
+        options.solver(theta0.shape[0]), dense=track, atol=start_atol(options.atol, theta0)
     )
     check_dense_size(solver_options, method, theta0, True)  # once, not on every pass
     mu = data.X[0]
@@ -254,10 +255,12 @@ def run(
         t1 = jnp.where(c["code"] >= 0, 1e-12 * t1, t1)
         # a schedule σ(t) is read on the real clock, continued from where the last pass ended
         here = method.started_at(c["t_real"])
+        pass_options = checked_solver_options(
+            solver_options, collapse_tol=collapse, escape_tol=escape
+        )
         traj = integrate(
-            here, data, c["theta"], t1=t1, ts=None, rescaled=True, loss=loss,
-            options=solver_options.replace(collapse_tol=collapse, escape_tol=escape),
-        )  # fmt: skip
+            here, data, c["theta"], t1=t1, ts=None, rescaled=True, loss=loss, options=pass_options
+        )
         out = dict(c)
         if scheduled:
             out["t_real"] = c["t_real"] + traj.t_real_end

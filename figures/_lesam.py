@@ -63,7 +63,9 @@ ALPHA_DIRECT = np.geomspace(0.015, 0.25, 7)
 def _l2_critical_alpha() -> float:
     """α_c of ℓ2-SAM(ρ_max) at L = 2 (:func:`analysis.critical_alpha`)."""
     return float(
-        analysis.critical_alpha(flows.L2SAM(RHO_MAX), MU, 2, rtol=1e-6, collapse_tol=COLLAPSE_TOL)
+        analysis.critical_alpha(
+            flows.L2SAM(RHO_MAX), MU, 2, bracket_rtol=1e-6, collapse_tol=COLLAPSE_TOL
+        )
     )
 
 
@@ -79,7 +81,7 @@ def _sigma_boundary(alpha: float, kind: str) -> float:
             MU,
             bracket=SIGMA_RANGE[::-1],
             kind=kind,
-            rtol=1e-4,
+            bracket_rtol=1e-4,
             collapse_tol=COLLAPSE_TOL,
             loss=LOSS,
         )

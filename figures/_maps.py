@@ -147,7 +147,7 @@ def boundaries(ctx: Context, depths=None) -> dict:
                 MU,
                 L,
                 bracket=(k[change[0]], k[change[0] + 1]),
-                rtol=ctx.pick(*K_RTOL),
+                bracket_rtol=ctx.pick(*K_RTOL),
                 points=K_POINTS,
                 collapse_tol=COLLAPSE_TOL,
             )

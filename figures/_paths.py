@@ -99,7 +99,7 @@ def _alpha_c(ctx: Context) -> float:
         MU5,
         2,
         bracket=(k[0], k[1]),
-        rtol=ctx.pick(1e-8, 1e-4),
+        bracket_rtol=ctx.pick(1e-8, 1e-4),
         points=ctx.pick(9, 5),
     )
 

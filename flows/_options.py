@@ -353,6 +353,31 @@ def solver_options(options, overrides: dict) -> SolverOptions:
     return with_overrides(options, overrides, SolverOptions, _FIELDS)
 
 
+def checked_solver_options(options: SolverOptions | None = None, **values) -> SolverOptions:
+    r"""``options`` (default: :class:`SolverOptions`'s defaults) with the fields ``values`` set
+    as given, not validated again: each input is checked once, at the public edge.
+
+    For values that a caller has checked already (the fields of :class:`analysis.RunOptions`)
+    or derived from checked ones (each pass's collapse and escape thresholds, traced). Each value
+    must be in the form :class:`SolverOptions`'s own checks return: a float, an int, a 0-d
+    float64 JAX array, None, or the option's string; a name that is not a field is refused with
+    a ``ValueError`` naming it.
+    """
+    unknown = sorted(set(values) - set(_FIELDS))
+    if unknown:
+        names = ", ".join(map(repr, unknown))
+        raise ValueError(f"unknown option(s) {names} (flows.SolverOptions).")
+    options = _DEFAULTS if options is None else options
+    names = list(values)
+    return eqx.tree_at(
+        lambda o: [getattr(o, n) for n in names], options, [values[n] for n in names],
+        is_leaf=lambda x: x is None,
+    )  # fmt: skip
+
+
+_DEFAULTS = SolverOptions()
+
+
 def error_norm(scaled):
     r"""The RMS norm of the scaled error estimate, the real-time clock's excess part counted as 0.
 

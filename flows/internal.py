@@ -10,7 +10,8 @@ library needs none of them; their signatures may change with the packages that u
   :func:`check_data`, :func:`check_finite`, :func:`check_int`, :func:`check_loss`,
   :func:`check_method`, :func:`check_scalar`, :func:`check_theta`, :func:`real_number`,
   :func:`with_overrides`, :func:`check_dense_size`; :class:`WrongTypeError`; :func:`is_traced`.
-* :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked.
+* :func:`integrate`: the run of :func:`flows.solve` from validated inputs, unchecked;
+  :func:`checked_solver_options`: :class:`flows.SolverOptions` from validated values, unchecked.
 * :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
   the collapse and escape events).
 * :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder.
@@ -26,6 +27,7 @@ from ._config import enable_compilation_cache
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
 from ._numba import engine_run, engine_supports
+from ._options import checked_solver_options
 from ._problem import check_data, check_loss, check_theta
 from ._processes import default_jobs, side_by_side
 from ._solve import check_dense_size, integrate
@@ -61,6 +63,7 @@ __all__ = [
     "check_method",
     "check_scalar",
     "check_theta",
+    "checked_solver_options",
     "default_jobs",
     "digest",
     "enable_compilation_cache",

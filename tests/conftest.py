@@ -82,10 +82,16 @@ def quick_figures():
 
 
 # Opt-in profile of the suite: SAMFLOWS_TEST_PROFILE=<file> appends, per test, the wall
-# and process CPU seconds and the seconds JAX spent tracing, lowering and compiling.
+# and process CPU seconds, the seconds JAX spent tracing, lowering and compiling, the count of
+# XLA compiles, the test's start (seconds since the run began) and its xdist worker, then its
+# id (benchmarks/suite_profile.py reads it: totals, files, and when each worker finished).
 _PROFILE = os.environ.get("SAMFLOWS_TEST_PROFILE")
 if _PROFILE:
     import time
+
+    # the run's start, set by the controller and inherited by the workers, as _SHARED
+    _BEGAN = float(os.environ.setdefault("SAMFLOWS_TEST_PROFILE_T0", repr(time.time())))
+    _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 
     _SPENT = {"trace": 0.0, "lower": 0.0, "compile": 0.0, "n": 0}
     _EVENTS = {
@@ -104,6 +110,7 @@ if _PROFILE:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(item, nextitem):
         before = dict(_SPENT)
+        start = time.time() - _BEGAN
         wall, cpu = time.perf_counter(), time.process_time()
         yield
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -111,5 +118,5 @@ if _PROFILE:
         with open(_PROFILE, "a") as f:
             f.write(
                 f"{wall:.2f}\t{cpu:.2f}\t{d['trace']:.2f}\t{d['lower']:.2f}\t"
-                f"{d['compile']:.2f}\t{d['n']}\t{item.nodeid}\n"
+                f"{d['compile']:.2f}\t{d['n']}\t{start:.1f}\t{_WORKER}\t{item.nodeid}\n"
             )

@@ -87,13 +87,13 @@ def test_regime_path_refuses_before_solving(no_integration):  # noqa: F811 (the 
     each_argument(VALID_REGIME, hostile, call)
 
 
-BOUNDARY_KEYS = "mu rtol points bracket scan max_steps atol depth".split()
+BOUNDARY_KEYS = "mu bracket_rtol points bracket scan max_steps atol depth".split()
 BOUNDARY_KEYS += ["max_passes", "collapse_tol", "escape_tol", "loss"]
 
 
 VALID_BOUNDARY = {
     "mu": [np.arange(1.0, 8.0), np.arange(2.0, 9.0)],
-    "rtol": [1e-6, 1e-10],
+    "bracket_rtol": [1e-6, 1e-10],
     "points": [9, 17],
     "bracket": [(0.1, 2.0), (0.01, 10.0)],
     "scan": [4, 8],

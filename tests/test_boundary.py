@@ -26,7 +26,7 @@ def test_critical_alpha_d1_is_rho_over_sqrt2():
         got = analysis.critical_alpha(flows.L2SAM(rho), [2.0], full_output=True)
         assert got.exists and abs(got.alpha / (rho / SQ2) - 1) <= 2e-8
         assert got.bracket[1] - got.bracket[0] <= 1e-8 * got.bracket[0]
-    got = analysis.critical_alpha(flows.L2SAM(1.0), [2.0], bracket=(0.5, 1.0), rtol=1e-10)
+    got = analysis.critical_alpha(flows.L2SAM(1.0), [2.0], bracket=(0.5, 1.0), bracket_rtol=1e-10)
     assert abs(got / (1 / SQ2) - 1) <= 2e-10
 
 
@@ -43,7 +43,7 @@ def test_boundary_along_lesam_sigma_closed_form():
     mu, alpha, rho_max = 1.0, 0.5, 1.0
     sigma_c = 2 * mu * alpha**2 / (1 + np.exp(mu * alpha**2))
     b = analysis.boundary(
-        lambda s: (flows.LESAM(s, rho_max), alpha), [mu], bracket=(0.4, 0.1), rtol=1e-7
+        lambda s: (flows.LESAM(s, rho_max), alpha), [mu], bracket=(0.4, 0.1), bracket_rtol=1e-7
     )
     assert abs(b.value / sigma_c - 1) <= 1e-6  # ϱ = 1e-12 moves it by ~1e-11
 
@@ -52,7 +52,7 @@ def test_critical_alpha_is_the_reduced_flows_and_scale_invariant():
     b = analysis.critical_alpha(flows.L2SAM(1.0), MU, full_output=True)
     n = np.linalg.norm(MU)
     assert 1 / (SQ2 * n) < b.bracket[0] < b.bracket[1] < 5 / (SQ2 * n)  # all shrink / all grow
-    # the scalar reduction's α_c (scipy, bisected to 1e-11), to the search's rtol 1e-8, twice
+    # the scalar reduction's α_c (scipy, bisected to 1e-11), to bracket_rtol 1e-8, twice
     assert abs(b.alpha / _reference.l2sam_alpha_c() - 1) <= 2e-8
     scaled = analysis.critical_alpha(flows.L2SAM(2.5), MU)
     assert abs(scaled / (2.5 * b.alpha) - 1) <= 3e-8
@@ -67,7 +67,7 @@ def test_critical_alpha_of_the_scale_twins(lam):
     got = analysis.critical_alpha(flows.L2SAM(lam), MU, full_output=True)
     assert got.exists
     assert 1 / (SQ2 * n) < got.bracket[0] / lam < got.bracket[1] / lam < 5 / (SQ2 * n)
-    assert abs(got.alpha / lam / ref - 1) <= 2e-8  # the search's rtol = 1e-8, twice
+    assert abs(got.alpha / lam / ref - 1) <= 2e-8  # the search's bracket_rtol = 1e-8, twice
     assert abs(got.alpha / lam / _reference.l2sam_alpha_c() - 1) <= 2e-8  # and the reduction's
 
 
@@ -142,10 +142,11 @@ def test_linf_sam_at_depth_one_never_collapses():
 @pytest.mark.parametrize(
     "kwargs, name",
     [
-        (dict(rtol=0.0), "rtol"),
-        (dict(rtol=1e-17), "rtol"),  # below float64's resolution: the bracket would stall
-        (dict(rtol=1e-300), "rtol"),
-        (dict(rtol=True), "rtol"),
+        (dict(bracket_rtol=0.0), "bracket_rtol"),
+        # below float64's resolution: the bracket would stall
+        (dict(bracket_rtol=1e-17), "bracket_rtol"),
+        (dict(bracket_rtol=1e-300), "bracket_rtol"),
+        (dict(bracket_rtol=True), "bracket_rtol"),
         (dict(scan=600), "scan"),  # 2^(±600): the ends' ratio overflows
         (dict(points=0), "points"),
         (dict(bracket=(1.0, 0.5)), "bracket"),  # the collapsing end must come first
@@ -166,14 +167,14 @@ def test_critical_alpha_bad_input(kwargs, name):
 
 
 def test_bisection_at_float64_resolution_ends_on_adjacent_floats():
-    """rtol = 2^-52 (any scalar form) ends: within a float64 ulp of the scipy reduction's α_c,
-    or, where rounding decides the runs next to α_c (their flags then alternate), with the
-    error that names `bracket` (not a loop on two adjacent floats)."""
+    """bracket_rtol = 2^-52 (any scalar form) ends: within a float64 ulp of the scipy
+    reduction's α_c, or, where rounding decides the runs next to α_c (their flags then
+    alternate), with the error that names `bracket` (not a loop on two adjacent floats)."""
     ref = _reference.l2sam_alpha_c()  # scipy, bisected to 1e-11
     try:
         b = analysis.critical_alpha(
             flows.L2SAM(1.0), MU, bracket=(ref * (1 - 1e-9), ref * (1 + 1e-9)),
-            rtol=np.float32(np.finfo(np.float64).eps), full_output=True,
+            bracket_rtol=np.float32(np.finfo(np.float64).eps), full_output=True,
         )  # fmt: skip
     except ValueError as err:
         # a refusal is right only where the runs' flags really alternate: the message lists
@@ -210,8 +211,10 @@ def test_direct_alpha_needs_two_features():
 def test_per_layer_l2sam_alpha_c_is_global_l2sam_at_root_two_rho():
     # Per-layer ℓ2-SAM, L = 2, balanced: each layer's gradient is ‖g‖/√2 long, so its
     # perturbation ρ g_l/‖g_l‖ is global ℓ2-SAM's at √2 ρ; α_c = √2 ρ k_c (the reduction's k_c),
-    # to the search's rtol 1e-6, twice. Also inside the hand bounds ρμ_min/‖μ‖, ρμ_max/‖μ‖.
-    b = analysis.critical_alpha(flows.L2SAM(0.3, per_layer=True), MU, rtol=1e-6, full_output=True)
+    # to bracket_rtol 1e-6, twice. Also inside the hand bounds ρμ_min/‖μ‖, ρμ_max/‖μ‖.
+    b = analysis.critical_alpha(
+        flows.L2SAM(0.3, per_layer=True), MU, bracket_rtol=1e-6, full_output=True
+    )
     assert abs(b.alpha / (SQ2 * 0.3 * _reference.l2sam_alpha_c()) - 1) <= 2e-6
     n = np.linalg.norm(MU)
     assert 0.3 * 1 / n < b.bracket[0] < b.bracket[1] < 0.3 * 5 / n
@@ -220,7 +223,7 @@ def test_per_layer_l2sam_alpha_c_is_global_l2sam_at_root_two_rho():
 def test_capped_lesam_is_l2sam_at_rho_max():
     # LE-SAM with σ/ρ_max far above ‖g‖ near the boundary keeps the cap: ρ_t = ρ_max, i.e. it is
     # ℓ2-SAM(ρ_max) exactly; by scale invariance its α_c is ρ_max times ℓ2-SAM's α_c at ρ = 1.
-    lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, rtol=1e-8)
+    lesam = analysis.critical_alpha(flows.LESAM(50.0, 0.2), MU, bracket_rtol=1e-8)
     assert abs(lesam / (0.2 * _reference.l2sam_alpha_c()) - 1) <= 3e-8  # the reduction's k_c
 
 
@@ -244,8 +247,35 @@ def test_critical_alpha_under_a_cosine_schedule_matches_an_independent_bisection
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if _collapses_under(cosine_sigma, mid) else (lo, mid)
     out = analysis.critical_alpha(
-        flows.LESAM(cosine_sigma, rho_max), mu, bracket=bracket, rtol=rtol, points=2,
+        flows.LESAM(cosine_sigma, rho_max), mu, bracket=bracket, bracket_rtol=rtol, points=2,
         full_output=True,
     )  # fmt: skip
     assert out.exists and out.bracket[1] - out.bracket[0] <= rtol * out.bracket[0]
     assert out.bracket[0] <= hi and lo <= out.bracket[1], (out.bracket, (lo, hi))
+
+
+def test_rtol_is_the_deprecated_name_of_bracket_rtol():
+    """``rtol=`` (the bracket's width, as it was called) is still taken as ``bracket_rtol``, with
+    a DeprecationWarning naming the new name and pointing at the caller's line; both at once are
+    refused. d = 1, L = 2: α_c = ρ/√2 exactly (docs/theory.md §9)."""
+    kw = dict(bracket=(0.5, 1.0), full_output=True)
+    for search in (analysis.critical_alpha, _boundary_of_alpha):
+        with pytest.warns(DeprecationWarning, match="`bracket_rtol`") as caught:
+            old = search(flows.L2SAM(1.0), [2.0], rtol=1e-4, **kw)
+        assert [w.filename for w in caught] == [__file__]
+        assert old == search(flows.L2SAM(1.0), [2.0], bracket_rtol=1e-4, **kw)
+        lo, hi = old.bracket
+        assert lo < 1 / SQ2 < hi and 1e-6 * lo < hi - lo <= 1e-4 * lo  # 1e-4 wide, not 1e-8
+    with pytest.raises(ValueError, match="`rtol` and `bracket_rtol`"):
+        analysis.critical_alpha(flows.L2SAM(1.0), [2.0], rtol=1e-4, bracket_rtol=1e-4)
+    with pytest.raises(ValueError, match="`rtol` and `bracket_rtol`"):
+        analysis.boundary(_alpha_family, [2.0], bracket=(0.5, 1.0), rtol=1e-4, bracket_rtol=1e-4)
+
+
+def _alpha_family(alpha):
+    return flows.L2SAM(1.0), alpha
+
+
+def _boundary_of_alpha(method, mu, *, full_output, **kwargs):
+    """:func:`analysis.boundary` along α, called from this file (the warning's line)."""
+    return analysis.boundary(_alpha_family, mu, **kwargs)

@@ -128,3 +128,23 @@ def test_every_options_object_has_one_idiom(cls, field, good, bad):
         options.replace(**{field: bad})
     with pytest.raises(ValueError, match="'no_such_option'"):
         options.replace(no_such_option=1)
+
+
+@pytest.mark.parametrize("depth, escape", [(2, 1e3), (3, 10.0), (8, 10.0)])
+def test_the_analysis_checks_its_solver_options_once(monkeypatch, depth, escape):
+    """``analysis.RunOptions`` checks its fields at construction; the solver options of its
+    passes are built from them without a second check, and equal the ones the public
+    constructor builds from the same values (escape: 1e3 at L <= 2, 10 at L >= 3)."""
+    run = analysis.RunOptions(collapse_tol=1e-3, rtol=1e-9, max_steps=77)
+    checked = []
+    for name in ("_check_tol", "_check_dynamic"):
+        check = getattr(flows._options, name)
+        spy = lambda label, *a, _check=check, **k: checked.append(label) or _check(label, *a, **k)  # noqa: E731
+        monkeypatch.setattr(flows._options, name, spy)
+    got = run.solver(depth)
+    assert checked == []
+    monkeypatch.undo()
+    assert got == flows.SolverOptions(collapse_tol=1e-3, rtol=1e-9, max_steps=77, escape_tol=escape)
+    assert jax.tree.structure(got) == jax.tree.structure(flows.SolverOptions())
+    with pytest.raises(ValueError, match="'collapse'"):
+        flows.internal.checked_solver_options(collapse=1e-3)

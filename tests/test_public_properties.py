@@ -271,8 +271,8 @@ PUBLIC = [
         "analysis.boundary",
         analysis.boundary,
         dict(family=_family, mu=MU, bracket=(0.1, 1.0)),
-        "family mu depth bracket kind rtol points log max_steps collapse_tol escape_tol loss "
-        "atol max_passes".split(),
+        "family mu depth bracket kind bracket_rtol points log max_steps collapse_tol escape_tol "
+        "loss atol max_passes".split(),
         1,
     ),
     (

@@ -52,7 +52,7 @@ def test_a_schedule_that_turns_nan_after_the_run_settled_is_decided():
 
 
 def test_critical_alpha_of_a_schedule_equal_to_a_constant_is_the_constants():
-    kw = dict(bracket=(0.05, 0.3), rtol=1e-10)
+    kw = dict(bracket=(0.05, 0.3), bracket_rtol=1e-10)
     ref = analysis.critical_alpha(flows.LESAM(0.5, 0.3), MU, 2, **kw)
     got = analysis.critical_alpha(flows.LESAM(_constant_schedule(0.5), 0.3), MU, 2, **kw)
     assert 0.05 < ref < 0.3

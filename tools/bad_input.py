@@ -411,7 +411,7 @@ def cases():
         WRONG_TYPES + [(1, 2, 3), (2.0, 1.0), (0.1, math.inf)],
         lambda v: ca(bracket=v),
     )
-    for key in ("rtol", "atol"):
+    for key in ("bracket_rtol", "atol"):
         add("critical_alpha", key, SCALARS + [2.0], lambda v, key=key: ca(**{key: v}))
     for key in ("points", "scan", "max_steps", "max_passes"):
         add("critical_alpha", key, INTS, lambda v, key=key: ca(**{key: v}))
