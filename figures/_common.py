@@ -218,14 +218,23 @@ def load_data(ctx: Context, name: str) -> dict:
 
 
 def sweep(ctx: Context, fn, params, **kwargs):
-    """:func:`flows.sweep` with this run's cache folder, progress setting and executor."""
-    import flows
+    """:func:`flows.sweep` with this run's cache folder, progress setting and executor.
 
-    return flows.sweep(
-        fn,
-        params,
-        cache_dir=ctx.sweeps,
-        progress=ctx.progress and ctx.bars,
-        executor=ctx.executor,
-        **kwargs,
-    )
+    The figures' points are fixed, checked inputs, so the runtime checks traced into ``fn``
+    (:func:`equinox.error_if`) are traced as NaN, not as host callbacks
+    (:func:`flows.internal.cacheable_checks`, once :func:`flows.configure` applied it): JAX's
+    persistent cache then keeps the compiled chunk for the next run. A check that failed would
+    give NaN to its chunk (a ``nonfinite`` status, which the figures refuse to draw), where a
+    raising check would have been isolated to its point."""
+    import flows
+    from flows.internal import cacheable_checks
+
+    with cacheable_checks():
+        return flows.sweep(
+            fn,
+            params,
+            cache_dir=ctx.sweeps,
+            progress=ctx.progress and ctx.bars,
+            executor=ctx.executor,
+            **kwargs,
+        )

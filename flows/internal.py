@@ -14,7 +14,9 @@ library needs none of them; their signatures may change with the packages that u
   :func:`checked_solver_options`: :class:`flows.SolverOptions` from validated values, unchecked.
 * :func:`unit_and_norm`: ``(g/‖g‖, ‖g‖)`` with the norm scaled by ``max|g|`` (the norm of
   the collapse and escape events).
-* :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder.
+* :func:`enable_compilation_cache`: JAX's persistent compilation cache in a folder;
+  :func:`cacheable_checks`: equinox's runtime checks traced as NaN, so that a program with
+  them can be cached there.
 * :func:`side_by_side`: independent calls in spawned processes configured as this one
   (:func:`default_jobs` of them: one per core).
 * The store's files: :func:`save_npz`, :func:`read_npz`, :func:`save_json`,
@@ -23,7 +25,7 @@ library needs none of them; their signatures may change with the packages that u
   :func:`source_digest` (SHA-256 of a package's Python sources).
 """
 
-from ._config import enable_compilation_cache
+from ._config import cacheable_checks, enable_compilation_cache
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
 from ._numba import engine_run, engine_supports
@@ -55,6 +57,7 @@ __all__ = [
     "TIE_ULPS",
     "WrongTypeError",
     "as_array",
+    "cacheable_checks",
     "check_data",
     "check_dense_size",
     "check_finite",

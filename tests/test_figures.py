@@ -90,6 +90,25 @@ def test_side_by_side_processes_give_the_serial_numbers(quick_run, tmp_path, cap
     assert "chunk/s" not in out + err
 
 
+def _checked_sqrt(x):
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    return {"y": jnp.sqrt(eqx.error_if(x, x < 0, "x must be >= 0"))}
+
+
+def test_figure_sweeps_trace_checks_as_nan_so_that_jax_can_cache_them(tmp_path):
+    """The figures' sweeps trace equinox's runtime checks as NaN, not as host callbacks (which
+    JAX's persistent cache refuses to store): a failing check gives NaN (to its chunk, here of
+    one point), not a failure."""
+    from figures._common import Context, sweep
+
+    ctx = Context(out=tmp_path, cache=tmp_path, quick=True, progress=False)
+    r = sweep(ctx, _checked_sqrt, {"x": [4.0, -1.0]}, chunk_size=1)
+    assert r["y"][0] == 2.0 and np.isnan(r["y"][1])
+    assert not np.any(r["failed"])
+
+
 def test_figure_groups_keep_shared_state_in_one_process():
     """The figures that share the boundary memo are one group, in the catalogue's order."""
     groups = figures._registry._groups(["depth", "lesam", "regime_map", "steps"])
