@@ -78,8 +78,8 @@ def make(
             each naming its figure, and no bars).
         executor: where the figures' sweeps run, as :func:`flows.sweep`'s ``executor``
             (``None`` or ``"threads"``: host threads; ``"dask"``; a
-            ``dask.distributed.Client``). Boundary
-            searches and single trajectories run in this process either way.
+            ``dask.distributed.Client``). Boundary searches and single trajectories run in
+            the figure's process either way.
         jobs: processes that make figures side by side, an integer >= 1, or ``None``: one per
             core, at most one per group of :data:`SHARED` figures (a figure alone is a group),
             and 1 with ``redraw`` or a Dask ``executor`` (whose sweeps already spread over
