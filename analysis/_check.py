@@ -19,7 +19,7 @@ import numpy as np
 import scipy.optimize
 
 import flows
-from flows.internal import default_jobs, side_by_side
+from flows.internal import check_jobs, default_jobs, side_by_side
 
 from . import _reference
 from ._boundary import critical_alpha, direct_alpha
@@ -746,10 +746,9 @@ def run_checks(quick: bool = False, progress: bool = False, jobs=None, checks=CH
     the same rows, bit for bit), an integer >= 1, or None: one per core. ``progress``: one
     line on stderr as each check starts and ends.
     """
+    jobs = check_jobs(jobs)
     if jobs is None:
         jobs = default_jobs(len(checks))
-    elif isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"`jobs` must be None or an integer >= 1; got {jobs!r}.")
     n = len(checks)
     order = sorted(range(n), key=lambda i: -_SECONDS.get(getattr(checks[i], "__name__", ""), 0))
     calls = [(_run_check, (checks[i], f"[{i + 1}/{n}]", quick, progress)) for i in order]

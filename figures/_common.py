@@ -95,6 +95,11 @@ class Context:
     figure: str = ""
 
     @property
+    def sweep_bars(self) -> bool:
+        """Progress bars over sweep chunks: with ``progress``, unless ``bars`` is off."""
+        return self.progress and self.bars
+
+    @property
     def sweeps(self) -> Path:
         return self.cache / "sweeps"
 
@@ -223,7 +228,8 @@ def sweep(ctx: Context, fn, params, **kwargs):
     The figures' points are fixed, checked inputs, so the runtime checks traced into ``fn``
     (:func:`equinox.error_if`) are traced as NaN, not as host callbacks
     (:func:`flows.internal.cacheable_checks`, once :func:`flows.configure` applied it): JAX's
-    persistent cache then keeps the compiled chunk for the next run. A check that failed would
+    persistent cache then keeps the compiled chunk for the next run (for the chunks traced in
+    this process; a Dask worker traces as :func:`flows.sweep` does). A check that failed would
     give NaN to its chunk (a ``nonfinite`` status, which the figures refuse to draw), where a
     raising check would have been isolated to its point."""
     import flows
@@ -234,7 +240,7 @@ def sweep(ctx: Context, fn, params, **kwargs):
             fn,
             params,
             cache_dir=ctx.sweeps,
-            progress=ctx.progress and ctx.bars,
+            progress=ctx.sweep_bars,
             executor=ctx.executor,
             **kwargs,
         )

@@ -93,7 +93,7 @@ def _phase(ctx, method, **axes):
         **axes,
         collapse_tol=COLLAPSE_TOL,
         cache_dir=ctx.sweeps,
-        progress=ctx.progress and ctx.bars,
+        progress=ctx.sweep_bars,
         executor=ctx.executor,
         order=cost_order,
     )

@@ -306,7 +306,7 @@ def compute_linf_limits(ctx: Context) -> dict:
             (alphas, alphas),
             depth=L,
             cache_dir=ctx.sweeps,
-            progress=ctx.progress and ctx.bars,
+            progress=ctx.sweep_bars,
             executor=ctx.executor,
             order=_dying_first,
         )

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import flows
-from flows.internal import default_jobs, enable_compilation_cache, side_by_side
+from flows.internal import check_jobs, default_jobs, enable_compilation_cache, side_by_side
 
 from ._catalog import SUMMARIES
 from ._common import (
@@ -90,8 +90,7 @@ def make(
             ``jobs``.
     """
     ctx, names = check_paths(names, out=out, cache=cache, quick=quick, redraw=redraw)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise ValueError(f"`jobs` must be None or an integer >= 1; got {jobs!r}.")
+    jobs = check_jobs(jobs)
     ctx.progress = progress
     flows.SweepOptions(executor=executor)  # a bad executor is refused before any work
     ctx.executor = executor
@@ -100,7 +99,7 @@ def make(
         local = executor is None or (isinstance(executor, str) and executor == "threads")
         jobs = default_jobs(len(groups)) if local and not redraw else 1
     if jobs > 1 and len(groups) > 1:
-        return _make_side_by_side(ctx, groups, min(jobs, len(groups)))
+        return _make_side_by_side(ctx, groups, jobs)
     return _make(ctx, names, redraw)
 
 

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
-import os
 
 from ._config import configuration, configure
+from ._sweep._chunk import usable_cores
+from ._validate import check_int
 
 
 def default_jobs(n_calls: int) -> int:
     """One process per usable core, at most one per call (and at least one)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, n_calls))
+    return max(1, min(usable_cores(), n_calls))
+
+
+def check_jobs(jobs) -> int | None:
+    """``jobs`` of a command that runs :func:`side_by_side`: None (its default) or an integer
+    >= 1, else a ``ValueError`` naming ``jobs``."""
+    return None if jobs is None else check_int("jobs", jobs, minimum=1)
 
 
 def side_by_side(calls, jobs: int) -> list:

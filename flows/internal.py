@@ -18,7 +18,7 @@ library needs none of them; their signatures may change with the packages that u
   :func:`cacheable_checks`: equinox's runtime checks traced as NaN, so that a program with
   them can be cached there.
 * :func:`side_by_side`: independent calls in spawned processes configured as this one
-  (:func:`default_jobs` of them: one per core).
+  (:func:`default_jobs` of them: one per core; :func:`check_jobs` checks a given number).
 * The store's files: :func:`save_npz`, :func:`read_npz`, :func:`save_json`,
   :func:`file_sha256` and :data:`READ_ERRORS` (what a damaged file raises on reading).
 * Provenance: :func:`digest` (SHA-256 of a value, as a sweep's cache key describes it) and
@@ -31,7 +31,7 @@ from ._methods import check_method
 from ._numba import engine_run, engine_supports
 from ._options import checked_solver_options
 from ._problem import check_data, check_loss, check_theta
-from ._processes import default_jobs, side_by_side
+from ._processes import check_jobs, default_jobs, side_by_side
 from ._solve import check_dense_size, integrate
 from ._sweep._key import digest, source_digest
 from ._sweep._store import _READ_ERRORS as READ_ERRORS
@@ -66,6 +66,7 @@ __all__ = [
     "check_method",
     "check_scalar",
     "check_theta",
+    "check_jobs",
     "checked_solver_options",
     "default_jobs",
     "digest",
