@@ -55,7 +55,7 @@ def solve_many(
             ``sigma``, ``rho_max``, ``eps``) to a number or an array of shape ``(N,)``.
         options: a :class:`SolverOptions` (default ``SolverOptions(backend="numba")``).
         workers: threads of the numba engine, an integer in [1, 4096] (``MAX_WORKERS``;
-            default: every core).
+            default: one per core this process may run on, its CPU affinity mask).
 
     Returns:
         A :class:`Trajectory` whose arrays have a leading axis of length N.

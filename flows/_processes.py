@@ -11,7 +11,7 @@ import concurrent.futures
 import multiprocessing
 
 from ._config import configuration, configure
-from ._sweep._chunk import usable_cores
+from ._cores import usable_cores
 from ._validate import check_int
 
 

@@ -244,6 +244,31 @@ def test_lanes_and_threads_do_not_change_answers():
         assert float(many.t_end[k]) == float(alone.t_end)
 
 
+@pytest.mark.parametrize("mask", [{0}, {0, 1, 2}], ids=["one-core", "three-cores"])
+def test_default_threads_follow_the_cpu_affinity_mask(monkeypatch, mask):
+    """``workers=None`` runs one thread per core of the process's affinity mask (a batch
+    system's share), not one per core of the machine (``os.cpu_count()``)."""
+    import os
+
+    from flows._engine import _run
+
+    pools = []
+
+    class Recorded(_run.ThreadPoolExecutor):
+        def __init__(self, n):
+            pools.append(n)
+            super().__init__(n)
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(mask), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(_run, "ThreadPoolExecutor", Recorded)
+    rho = np.linspace(0.05, 1.0, 600)  # 600 runs: more chunks than threads either way
+    data = flows.single_example([1.0, 2.0, 3.0])
+    flows.solve_many(flows.L2SAM(1.0), data, flows.balanced_init(0.3, 2, 3), params={"rho": rho},
+                     t1=1.0, ts=np.array([1.0]), rescaled=True)  # fmt: skip
+    assert pools == ([] if len(mask) == 1 else [len(mask)])
+
+
 @pytest.mark.parametrize(
     ("solver", "max_steps", "status"), [("tsit5", 7, "max_steps"), ("dopri5", 100_000, "escaped")]
 )

@@ -1,11 +1,11 @@
 """The engine's entry points from Python: :func:`run_many` (a batch of runs on threads) and
 :func:`fields` (the vector field at given states, for the tests)."""
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._cores import usable_cores
 from ._chunk import W, _run_chunk
 from ._jit import jit
 from ._vector_field import _broadcast, _field, _scratch
@@ -14,7 +14,8 @@ from ._vector_field import _broadcast, _field, _scratch
 def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss, rescaled,
              clock, L, d, rtol, max_steps, collapse, escape, loss_tol, chunk=None, threads=None,
              tracking=None, logs=False, r0=None):
-    """Integrate every row of ``y0s`` (N, ns) on ``threads`` threads (default: every core);
+    """Integrate every row of ``y0s`` (N, ns) on ``threads`` threads (default: one per usable core,
+    :func:`flows._cores.usable_cores`);
     validated inputs only (:func:`flows.solve_many`).
 
     ``params`` (N, 5): each trajectory's rule parameters (:data:`flows._rules.PARAMS`);
@@ -35,7 +36,7 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
     """
     N, ns = y0s.shape
     T = ts.shape[0]
-    threads = (os.cpu_count() or 1) if threads is None else threads
+    threads = usable_cores() if threads is None else threads
     if chunk is None:  # a few chunks a thread, for balance; a lane group fills each
         chunk = max(2 * W, -(-N // (8 * threads)))
     chunks = np.r_[np.arange(0, N, chunk), N].astype(np.int64)

@@ -47,14 +47,6 @@ def _release_runners() -> None:
 on_release(_release_runners)
 
 
-def usable_cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def default_devices() -> list:
     """The sweep's default devices: all local accelerators, or the first CPU device.
 

@@ -31,8 +31,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from .._cores import usable_cores
 from .._validate import MAX_WORKERS
-from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, usable_cores, worker_env
+from ._chunk import ChunkFn, choose_chunk_size, compute_chunk, worker_env
 from ._key import code_version, package_versions
 from ._store import writable
 
