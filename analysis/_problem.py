@@ -82,10 +82,10 @@ class Problem:
         )  # fmt: skip
 
     def rates(self, theta, t=0.0) -> np.ndarray:
-        r"""Log-growth rates :math:`d\log\lvert\beta_j\rvert/dt` at ``theta`` (shape ``(d,)``)."""
-        return np.asarray(
-            _rates(self.method, self.data, self.loss, self.rescaled, jnp.asarray(theta), t)
-        )
+        r"""Log-growth rates :math:`d\log\lvert\beta_j\rvert/dt` at ``theta`` (shape ``(d,)``)
+        and time ``t`` (one compiled program for every ``t``: it is an array argument)."""
+        theta, t = jnp.asarray(theta), jnp.asarray(t, dtype=jnp.float64)
+        return np.asarray(_rates(self.method, self.data, self.loss, self.rescaled, theta, t))
 
     def restart(self, theta0, *, method=None, t1=None, **overrides) -> "Problem":
         """The same problem started from ``theta0``: the method replaced by ``method`` if given
