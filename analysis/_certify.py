@@ -45,9 +45,10 @@ import numpy as np
 import flows
 from flows.internal import as_array, check_finite, is_traced
 
-from ._dominant import log_abs_beta
+from ._dominant import log_size
 from ._inputs import check_kind, check_method
 from ._predict import limit_index
+from ._xp import at, namespace
 
 
 def perturbation_bound(method):
@@ -67,12 +68,12 @@ def perturbation_bound(method):
 
 
 def bound_of(method):
-    """:func:`perturbation_bound` of a method already checked (:func:`check_method`)."""
+    """:func:`perturbation_bound` of a method already checked (:func:`check_method`), in the
+    namespace of its parameter (:mod:`analysis._xp`; a batch of methods gives one per run)."""
     if isinstance(method, flows.GD):
-        return jnp.zeros(())
-    if isinstance(method, (flows.L2SAM, flows.LinfSAM)):
-        return jnp.asarray(method.rho)
-    return jnp.asarray(method.rho_max)  # LE-SAM
+        return np.zeros(())
+    value = method.rho if isinstance(method, (flows.L2SAM, flows.LinfSAM)) else method.rho_max
+    return namespace(value).asarray(value, dtype=np.float64)
 
 
 def _check_certificate(theta, mu, bound, trapped):
@@ -153,35 +154,40 @@ def certificate(theta, mu, bound, trapped=None, decoupled: bool = False):
 
 
 def certify(theta, mu, bound, trapped=None, decoupled: bool = False):
-    """:func:`certificate` of validated arrays, unchecked (the run layers' every pass)."""
-    theta, mu, bound = jnp.asarray(theta), jnp.asarray(mu), jnp.asarray(bound)
-    depth = theta.shape[0]
-    a = jnp.min(theta, axis=0)
-    b = jnp.max(jnp.abs(theta), axis=0)
-    size = log_abs_beta(theta)
-    top = size == jnp.max(size)
-    leader = jnp.argmax(jnp.where(top, mu, -jnp.inf))
-    others = jnp.arange(mu.shape[0]) != leader
+    """:func:`certificate` of validated arrays, unchecked (the run layers' every pass), of each
+    state ``theta`` (..., L, d) with its ``bound`` (...): traceable, and eager NumPy on NumPy
+    arrays (:mod:`analysis._xp`)."""
+    xp = namespace(theta, mu, bound, trapped)
+    theta, mu, bound = xp.asarray(theta), xp.asarray(mu), xp.asarray(bound)[..., None]
+    depth = theta.shape[-2]
+    a = xp.min(theta, axis=-2)
+    b = xp.max(xp.abs(theta), axis=-2)
+    size = log_size(theta)
+    top = size == xp.max(size, axis=-1, keepdims=True)
+    leader = xp.argmax(xp.where(top, mu, -xp.inf), axis=-1)
+    others = xp.arange(mu.shape[-1]) != leader[..., None]
+    a_k, mu_k = at(xp, a, leader)[..., None], mu[leader][..., None]
     if depth == 1:
-        ok = (a[leader] >= b) & (mu[leader] >= mu)
-        return jnp.asarray(True), leader, jnp.all(ok | ~others)
-    nonneg = jnp.all(theta >= 0, axis=0)
-    u = b if depth % 2 == 0 else jnp.maximum(b, bound)
-    u = jnp.where(nonneg, u, b + bound)  # a negative layer: only |ŵ| <= |w| + e is known
-    lower = a[leader] - bound
-    escaped = jnp.any(a > bound)
+        ok = (a_k >= b) & (mu_k >= mu)
+        return xp.ones(leader.shape, bool), leader, xp.all(ok | ~others, axis=-1)
+    nonneg = xp.all(theta >= 0, axis=-2)
+    u = b if depth % 2 == 0 else xp.maximum(b, bound)
+    u = xp.where(nonneg, u, b + bound)  # a negative layer: only |ŵ| <= |w| + e is known
+    lower = a_k - bound
+    escaped = xp.any(a > bound, axis=-1)
     if depth == 2:
-        later = (mu[leader] >= mu) | (u == 0)
+        later = (mu_k >= mu) | (u == 0)
     else:
-        later = mu[leader] * lower ** (depth - 2) >= mu * u ** (depth - 2)
+        later = mu_k * lower ** (depth - 2) >= mu * u ** (depth - 2)
     ok = (lower >= u) & later
     if trapped is not None:  # bounded by b_j < e < a_leader for all later times
-        ok = ok | jnp.asarray(trapped)
+        ok = ok | xp.asarray(trapped)
     if decoupled:  # exact ℓ∞-SAM: balanced coordinates compared on one scalar flow
         balanced = a == b  # every layer equal and >= 0
-        behind = (b <= bound) | ((a <= a[leader]) & (mu <= mu[leader]))
-        ok = ok | (balanced & balanced[leader] & (a[leader] > bound) & behind)
-    settled = (lower > 0) & jnp.all(ok | ~others)
+        behind = (b <= bound) | ((a <= a_k) & (mu <= mu_k))
+        balanced_k = at(xp, balanced, leader)[..., None]
+        ok = ok | (balanced & balanced_k & (a_k > bound) & behind)
+    settled = (lower[..., 0] > 0) & xp.all(ok | ~others, axis=-1)
     return escaped, leader, settled
 
 
@@ -210,18 +216,18 @@ def trapped(method, theta):
     (:func:`never_escapes`). All False for every other method (their perturbation shrinks with
     the gradient) and for the smoothed sign (``delta``). :math:`L` is ``theta.shape[0]``.
     """
-    theta = jnp.asarray(theta)
-    if theta.shape[0] % 2 or not decouples(method):
-        return jnp.zeros(theta.shape[-1], bool)
-    return jnp.max(jnp.abs(theta), axis=0) < method.rho
+    if theta.shape[-2] % 2 or not decouples(method):
+        return np.zeros(theta.shape[-1], bool)
+    xp = namespace(theta, method.rho)
+    return xp.max(xp.abs(theta), axis=-2) < xp.asarray(method.rho)[..., None]
 
 
 def time_scale(theta, mu, bound):
     r""":math:`s^{2-L}/\min\mu`, :math:`s=\max(\max|w_{lj}|,e)`: the field's own time unit
     (:math:`L` is ``theta.shape[0]``)."""
-    theta = jnp.asarray(theta)
-    s = jnp.maximum(jnp.max(jnp.abs(theta)), bound)
-    return s ** (2 - theta.shape[0]) / jnp.min(jnp.asarray(mu))
+    xp = namespace(theta, mu, bound)
+    s = xp.maximum(xp.max(xp.abs(theta), axis=(-2, -1)), bound)
+    return s ** (2 - theta.shape[-2]) / xp.min(xp.asarray(mu))
 
 
 def keeps_invariant_order(method, theta0, theta, mu):
@@ -248,22 +254,25 @@ def keeps_invariant_order(method, theta0, theta, mu):
     True for every other method and depth. :math:`L` is ``theta0.shape[0]`` (``theta`` has the
     same shape).
     """
-    theta0, mu = jnp.asarray(theta0), jnp.asarray(mu)
-    depth = theta0.shape[0]
+    xp = namespace(theta0, theta, mu)
+    theta0, theta, mu = xp.asarray(theta0), xp.asarray(theta), xp.asarray(mu)
+    depth = theta0.shape[-2]
+    pairs = (-2, -1)
     if decouples(method) and depth >= 2:
-        a0, a = theta0[0], jnp.min(jnp.asarray(theta), axis=0)
-        grow = (a0 > method.rho)[:, None] & (a0 > method.rho)[None, :]
-        weak = (a0[:, None] <= a0[None, :]) & (mu[:, None] <= mu[None, :])
-        strict = (a0[:, None] < a0[None, :]) | (mu[:, None] < mu[None, :])
+        a0, a = theta0[..., 0, :], xp.min(theta, axis=-2)
+        rho = xp.asarray(method.rho)[..., None]
+        grow = (a0 > rho)[..., :, None] & (a0 > rho)[..., None, :]
+        weak = (a0[..., :, None] <= a0[..., None, :]) & (mu[:, None] <= mu[None, :])
+        strict = (a0[..., :, None] < a0[..., None, :]) | (mu[:, None] < mu[None, :])
         behind = grow & weak & strict  # j (row) strictly behind k (column) for all τ > 0
-        balanced = jnp.all(theta0 == theta0[:1])
-        return ~balanced | jnp.all(~behind | (a[:, None] < a[None, :]))
+        balanced = xp.all(theta0 == theta0[..., :1, :], axis=pairs)
+        return ~balanced | xp.all(~behind | (a[..., :, None] < a[..., None, :]), axis=pairs)
     if not q_order_applies(method, depth):
-        return jnp.asarray(True)
-    q0 = mu * jnp.min(theta0, axis=0) ** (depth - 2)
-    q = mu * jnp.min(jnp.asarray(theta), axis=0) ** (depth - 2)
-    before = q0[:, None] < q0[None, :]
-    return jnp.all(~before | (q[:, None] < q[None, :]))
+        return xp.ones(theta.shape[:-2], bool)
+    q0 = mu * xp.min(theta0, axis=-2) ** (depth - 2)
+    q = mu * xp.min(theta, axis=-2) ** (depth - 2)
+    before = q0[..., :, None] < q0[..., None, :]
+    return xp.all(~before | (q[..., :, None] < q[..., None, :]), axis=pairs)
 
 
 def q_order_applies(method, depth: int) -> bool:
@@ -286,13 +295,14 @@ def invariant_leader(method, theta0, mu):
     (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable; :math:`L` is
     ``theta0.shape[0]``.
     """
-    theta0 = jnp.asarray(theta0)
-    depth = theta0.shape[0]
+    xp = namespace(theta0, mu)
+    theta0 = xp.asarray(theta0)
+    depth = theta0.shape[-2]
     applies = decouples(method) if isinstance(method, flows.LinfSAM) else depth >= 3
     if depth < 2 or not applies:
-        return jnp.asarray(-1)
-    balanced = jnp.all(theta0 == theta0[:1])
-    return jnp.where(balanced, limit_index(method, mu, theta0[0], depth), -1)
+        return xp.full(theta0.shape[:-2], -1)
+    balanced = xp.all(theta0 == theta0[..., :1, :], axis=(-2, -1))
+    return xp.where(balanced, limit_index(method, mu, theta0[..., 0, :], depth), -1)
 
 
 def never_escapes(method, theta):
@@ -305,8 +315,9 @@ def never_escapes(method, theta):
     not vanish). False for every other method and depth (traceable; :math:`L` is
     ``theta.shape[0]``).
     """
-    theta = jnp.asarray(theta)
-    depth = theta.shape[0]
+    depth = theta.shape[-2]
     if depth < 3 or depth % 2 == 0 or not decouples(method):
-        return jnp.asarray(False)
-    return jnp.all(theta >= 0) & jnp.all(theta < method.rho)
+        return np.zeros(theta.shape[:-2], bool)
+    xp = namespace(theta, method.rho)
+    rho = xp.asarray(method.rho)[..., None, None]
+    return xp.all(theta >= 0, axis=(-2, -1)) & xp.all(theta < rho, axis=(-2, -1))

@@ -19,6 +19,7 @@ from flows.internal import SAMPLES_PER_STEP, as_array, tie_margin
 
 from ._inputs import check_count, check_trajectory
 from ._problem import Problem
+from ._xp import namespace
 
 
 def _tied_argmax(values, tie_rtol):
@@ -132,7 +133,14 @@ def log_abs_beta(theta):
     theta = as_array("theta", theta, "an (..., L, d) array of real numbers")
     if theta.ndim < 2:
         raise ValueError(f"`theta` must have shape (..., L, d); got shape {theta.shape}.")
-    return jnp.sum(jnp.log(jnp.abs(theta)), axis=-2)
+    return log_size(theta)
+
+
+def log_size(theta):
+    """:func:`log_abs_beta` of a validated ``theta`` (..., L, d), in its namespace
+    (:mod:`analysis._xp`: NumPy for a NumPy array, eagerly)."""
+    xp = namespace(theta)
+    return xp.sum(xp.log(xp.abs(theta)), axis=-2)
 
 
 def dominant_at(theta):
@@ -156,13 +164,16 @@ def dominant_at(theta):
 
 
 def initial_index(theta0, rates0):
-    r""":math:`j^\dagger(0)` by the tie rule (module docstring), traceable.
+    r""":math:`j^\dagger(0)` by the tie rule (module docstring), of each start ``theta0``
+    (..., L, d) with its rates ``rates0`` (..., d); traceable, and eager NumPy on NumPy arrays.
 
     The largest :math:`|\beta_j|`; among ties, the largest log-growth rate ``rates0`` (the right
     limit :math:`\lim_{t\downarrow0}j^\dagger(t)`), then the lowest index.
     """
-    size = log_abs_beta(theta0)
-    return jnp.argmax(jnp.where(size == jnp.max(size), rates0, -jnp.inf))
+    xp = namespace(theta0, rates0)
+    size = log_size(theta0)
+    top = size == xp.max(size, axis=-1, keepdims=True)
+    return xp.argmax(xp.where(top, rates0, -xp.inf), axis=-1)
 
 
 @jax.jit

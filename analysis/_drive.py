@@ -19,8 +19,11 @@ The policy is written once, in :mod:`analysis._run`: :func:`~analysis._run.begin
 the certificates of the start), :func:`~analysis._run.thresholds` (each pass's budget and
 collapse threshold, relative to the run's first start), :func:`~analysis._run.conclude` (the
 certificates and :func:`analysis._regime.decide` at a pass's end) and
-:func:`~analysis._run.finish`. This module evaluates them on the whole batch in one compiled
-call each (``jax.vmap``), between the engine's passes.
+:func:`~analysis._run.finish`. They take any leading batch shape and compute in the
+namespace of their inputs (:mod:`analysis._xp`): this module evaluates them eagerly in NumPy on
+the whole batch between the engine's passes, so that no JAX program is traced or compiled on this
+path; the start's rates come from the engine's own field
+(:func:`flows.internal.engine_velocity`).
 """
 
 import equinox as eqx
@@ -29,10 +32,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import flows
-from flows.internal import SAMPLES_PER_STEP, TIE_ULPS, engine_run, engine_supports
+from flows.internal import (
+    SAMPLES_PER_STEP,
+    TIE_ULPS,
+    engine_run,
+    engine_supports,
+    engine_velocity,
+)
 
 from ._certify import bound_of, invariant_leader, q_order_applies, time_scale
 from ._options import RunOptions
+from ._problem import growth_rates
 from ._regime import start_atol
 from ._run import begin, conclude, finish, run, thresholds
 
@@ -53,38 +63,6 @@ def uses_engine(method, backend: str) -> bool:
     return False
 
 
-@eqx.filter_jit
-def _begin(methods, data, theta0, need, loss):
-    one = lambda m, th: begin(m, data, th, need=need, loss=loss)  # noqa: E731
-    return eqx.filter_vmap(one)(methods, theta0)
-
-
-@eqx.filter_jit
-def _thresholds(methods, data, theta0, theta, passes, level, options):
-    mu = data.X[0]
-
-    def one(m, th0, th, p, k):
-        t1, collapse, escape = thresholds(options, th0, th, bound_of(m), mu, p, k)
-        return t1, collapse, escape, 1.0 / time_scale(th, mu, bound_of(m))
-
-    return eqx.filter_vmap(one)(methods, theta0, theta, passes, level)
-
-
-@eqx.filter_jit
-def _conclude(methods, data, theta0, theta, status, lost, other, first, need):
-    mu = data.X[0]
-
-    def one(m, th0, th, st, lo, ot, fi):
-        return conclude(m, mu, th0, th, st, lost=lo, other=ot, first=fi, need=need)
-
-    return eqx.filter_vmap(one)(methods, theta0, theta, status, lost, other, first)
-
-
-@eqx.filter_jit
-def _leads(methods, data, theta0):
-    return eqx.filter_vmap(lambda m, th: invariant_leader(m, th, data.X[0]))(methods, theta0)
-
-
 #: The arc-length clock's floor at L >= 3, relative to the field's rate unit 1/time_scale: far
 #: below the field at the degenerate saddle, where a run near α_c lingers for τ ~ 1e29 with the
 #: field ~1e-30 of its rate; not 0, so that dτ/ds stays finite at an equilibrium (where a pass
@@ -92,8 +70,6 @@ def _leads(methods, data, theta0):
 #: lingers for τ ~ log(1/ε) time units only) and the floor is the rate unit itself, which keeps
 #: the turn at the saddle on the τ clock.
 _ARC_FLOOR = 1e-30
-_start_atols = jax.jit(jax.vmap(lambda th: start_atol(None, th)))
-_finish = jax.jit(finish, static_argnames="track")
 
 
 def _parameters(method, params, n):
@@ -134,29 +110,31 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     (default :func:`analysis._regime.budget`); ``workers``: the engine's threads.
     """
     theta0 = np.ascontiguousarray(theta0, np.float64)
-    real, depth, d = theta0.shape
-    # The policy's compiled batch functions take a few sizes only (powers of 2 from 32): the
-    # rows past ``real`` repeat the last start, are never integrated and are dropped.
-    n = max(32, 1 << (real - 1).bit_length())
-    theta0 = np.concatenate([theta0, np.repeat(theta0[-1:], n - real, axis=0)])
-    values = _parameters(method, params, real)
-    values = {k: np.concatenate([v, np.repeat(v[-1:], n - real)]) for k, v in values.items()}
+    n, depth, d = theta0.shape
+    values = _parameters(method, params, n)
     methods = _batched(method, values, n)
     loss, slots = options.loss, options.max_switches
     track = need in ("path", "direct")
     solver = options.solver(depth)
-    mu = np.asarray(data.X)[0]
+    mu = np.asarray(data.X, np.float64)[0]
     target = int(np.argmax(mu))
-    # pass 0: the start's own certificates (analysis._run.begin), with the leader they give
-    code, first, leader = (np.array(x) for x in _begin(methods, data, theta0, need, loss))
+    bound = bound_of(methods)
+    # The policy in NumPy, on the whole batch (log 0 = -inf, inf - inf = NaN, as in JAX).
+    quiet = lambda: np.errstate(all="ignore")  # noqa: E731
+    with quiet():  # pass 0: the start's own certificates (analysis._run.begin) and j†(0+)
+        rates = None
+        if need != "escape":  # j†(0+)'s tie rule reads the rates at the start (engine's field)
+            v = engine_velocity(method, values, data, theta0, rescaled=True, loss=loss)
+            rates = growth_rates(v, theta0)
+        code, first, leader = (np.array(x) for x in begin(methods, mu, theta0, rates, need=need))
+        lead = np.array(invariant_leader(methods, theta0, mu))
     lost = np.zeros(n, bool)
-    lead = np.array(_leads(methods, data, theta0))
     # The default absolute tolerance is far below every weight (start_atol): the error control
     # is relative for every weight. The engine then integrates u = log θ (where every θ > 0),
     # in which exponential growth and decay are linear and that control is the plain one.
     logs = options.atol is None
     if options.atol is None:  # relative to the run's first start, kept for every pass
-        atols = np.array(_start_atols(theta0), np.float64)
+        atols = np.asarray(start_atol(None, theta0), np.float64)
     elif isinstance(options.atol, str):  # "auto": relative to each pass's start
         atols = None
     else:
@@ -166,7 +144,6 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     floor = _ARC_FLOOR if depth >= 3 else 1.0
     theta = theta0.copy()
     other = first != target
-    code[real:] = 0  # the padding rows: decided, never integrated
     t_end = np.zeros(n)
     passes = np.zeros(n, np.int64)
     level = np.zeros(n, np.int64)
@@ -181,9 +158,12 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         idx = np.flatnonzero((code < 0) & (passes < options.max_passes))
         if idx.size == 0:
             break
-        budget, collapse, escape, rate = (np.asarray(x) for x in _thresholds(
-            methods, data, theta0, theta, spent, level, options))  # fmt: skip
-        budget = budget if t1 is None else np.full(n, float(t1))
+        with quiet():
+            budget, collapse, escape = thresholds(
+                options, theta0, theta, bound, mu, spent, level, t1=t1
+            )
+            rate = 1.0 / time_scale(theta, mu, bound)
+        budget = np.broadcast_to(budget, (n,))
         # u = log θ where no weight is negative (one at 0, e.g. underflowed in a deep decay, is
         # u = -inf and stays there); else θ, with the same relative tolerance
         positive = np.all(theta[idx] >= 0, axis=(1, 2))
@@ -218,17 +198,18 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         passes[idx] += 1
         level[idx] += status[idx] == flows.Status.ESCAPED
         spent[idx] += status[idx] == flows.Status.OK
-        c, lead_now, lost_now = (np.array(x) for x in _conclude(
-            methods, data, theta0, theta, status, lost, other, first, need))  # fmt: skip
+        with quiet():
+            c, lead_now, lost_now = conclude(
+                methods, mu, theta0, theta, status, lost=lost, other=other, first=first, need=need
+            )
         code[idx], leader[idx], lost[idx] = c[idx], lead_now[idx], lost_now[idx]
-    code, last, appended, decided = (np.array(x) for x in _finish(
-        code, lost=lost, last=last, lead=lead, track=track))  # fmt: skip
+    code, last, appended, decided = finish(code, lost=lost, last=last, lead=lead, track=track)
     out = dict(
         code=code, first=first, last=last, n_switches=count + appended, times=times,
         after=after, passes=passes, status=status, t_end=t_end,
         leader=np.where(decided, leader, -1), t_real=np.full(n, np.nan), theta=theta,
     )  # fmt: skip
-    return {k: v[:real] for k, v in out.items()}
+    return out
 
 
 def _record(idx, out, t_end, count, times, after, slots):

@@ -6,29 +6,34 @@ Predictions, not certificates: the certificates that decide a run from its state
 :mod:`analysis._certify`, which reads :func:`limit_index` for the :math:`q`-order theorem's leader.
 """
 
-import jax.numpy as jnp
 import numpy as np
 
 import flows
 from flows.internal import as_array
 
 from ._inputs import check_alpha, check_depth, check_method, check_mu
+from ._xp import namespace
 
 
 def limit_index(method, mu, alpha, depth: int):
-    r"""Traceable :func:`limit_leader`: the index, or -1 where it predicts none."""
-    mu = jnp.asarray(mu, dtype=jnp.float64)
-    alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype=jnp.float64), mu.shape)
+    r"""Traceable :func:`limit_leader`: the index, or -1 where it predicts none; of each start
+    ``alpha`` (a number, or an array (..., d) of starts), eager NumPy on NumPy inputs."""
+    rho = (method.rho,) if isinstance(method, flows.LinfSAM) else ()
+    xp = namespace(mu, alpha, *rho)
+    mu = xp.asarray(mu, dtype=xp.float64)
+    alpha = xp.asarray(alpha, dtype=xp.float64)
+    alpha = xp.broadcast_to(alpha, mu.shape) if alpha.ndim == 0 else alpha
     if depth <= 2 and not isinstance(method, flows.LinfSAM) or depth == 1:
-        score = mu
+        score = xp.broadcast_to(mu, alpha.shape)
     elif isinstance(method, flows.LinfSAM):
-        shifted = jnp.where(alpha > method.rho, alpha - method.rho, 1.0)
-        score = jnp.where(alpha > method.rho, mu * shifted ** (depth - 2), -jnp.inf)
+        rho = xp.asarray(method.rho)[..., None]
+        shifted = xp.where(alpha > rho, alpha - rho, 1.0)
+        score = xp.where(alpha > rho, mu * shifted ** (depth - 2), -xp.inf)
     else:
         score = mu * alpha ** (depth - 2)
-    top = score == jnp.max(score)
-    unique = (jnp.sum(top) == 1) & jnp.isfinite(jnp.max(score))
-    return jnp.where(unique, jnp.argmax(score), -1)
+    best = xp.max(score, axis=-1)
+    unique = (xp.sum(score == best[..., None], axis=-1) == 1) & xp.isfinite(best)
+    return xp.where(unique, xp.argmax(score, axis=-1), -1)
 
 
 def limit_leader(method, mu, alpha, depth: int):

@@ -22,6 +22,8 @@ import flows
 from flows.internal import check_data, check_loss, check_scalar, check_theta
 from flows.internal import check_method as _check_flows_method
 
+from ._xp import namespace
+
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -101,11 +103,21 @@ class Problem:
 
 
 def log_growth_rates(method, data, loss, rescaled, theta, t=0.0):
-    r"""Traceable :math:`r_j=\sum_l v_{lj}/\theta_{lj}`, :math:`-\infty` where :math:`\beta_j=0`."""
+    r"""Traceable :math:`r_j=\sum_l v_{lj}/\theta_{lj}`, :math:`-\infty` where :math:`\beta_j=0`
+    (:func:`growth_rates` of the velocity :math:`v` of :func:`flows.velocity` or
+    :func:`flows.rescaled_velocity`)."""
     v = (flows.rescaled_velocity if rescaled else flows.velocity)(method, data, loss, theta, t)
-    dead = jnp.any(theta == 0, axis=0)
-    safe = jnp.where(theta == 0, 1.0, theta)
-    return jnp.where(dead, -jnp.inf, jnp.sum(v / safe, axis=0))
+    return growth_rates(v, theta)
+
+
+def growth_rates(v, theta):
+    r""":math:`d\log|\beta_j|/dt=\sum_l v_{lj}/\theta_{lj}` of each state ``theta`` (..., L, d)
+    with its velocity ``v`` (same shape), :math:`-\infty` where :math:`\beta_j=0`; traceable,
+    and eager NumPy on NumPy arrays (:mod:`analysis._xp`)."""
+    xp = namespace(v, theta)
+    dead = xp.any(theta == 0, axis=-2)
+    safe = xp.where(theta == 0, 1.0, theta)
+    return xp.where(dead, -xp.inf, xp.sum(v / safe, axis=-2))
 
 
 # filter_jit: a schedule σ(t) in the method is a function, static (not an array argument)

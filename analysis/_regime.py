@@ -6,13 +6,13 @@ Everything here is for the example :math:`\{(\mu,+1)\}` and the balanced start
 decided (escape, settled leader) is proven at every depth in :func:`analysis.certificate`.
 """
 
-import jax.numpy as jnp
 import numpy as np
 
 import flows
 
 from ._certify import time_scale
 from ._inputs import check_kind
+from ._xp import namespace
 
 #: The regime names, indexed by the integer codes of :func:`regime_code` (one table). Codes
 #: 0-5 are those of earlier versions (files on disk hold them); ``excursion`` was added last.
@@ -50,15 +50,17 @@ def start_atol(atol, theta0):
     :math:`\Delta\tau=1.1` at :math:`\tau\approx69`). It is taken from the run's first
     start and kept for every continuation: taken from each pass's start it would loosen a
     million-fold after an escape.
-    A float64 JAX array (traceable, one compilation for every value; ``theta0`` is validated
-    upstream, finite with a positive entry). A number (absolute, the same at every scale) or
+    A float64 array, one per start ``theta0`` (..., L, d) (traceable, one compilation for every
+    value; eager NumPy on a NumPy start; ``theta0`` is validated upstream, finite with a
+    positive entry). A number (absolute, the same at every scale) or
     ``"auto"`` (:meth:`flows.SolverOptions.atol_for`, relative to each solve's own start) is
     returned as given.
     """
     if atol is not None:
         return atol
-    scale = jnp.max(jnp.abs(jnp.asarray(theta0, dtype=jnp.float64)))
-    return jnp.maximum(RUN_ATOL_REL * scale, np.finfo(np.float64).tiny)
+    xp = namespace(theta0)
+    scale = xp.max(xp.abs(xp.asarray(theta0, dtype=xp.float64)), axis=(-2, -1))
+    return xp.maximum(RUN_ATOL_REL * scale, np.finfo(np.float64).tiny)
 
 
 def budget(theta, mu, bound, restarts):
@@ -66,7 +68,8 @@ def budget(theta, mu, bound, restarts):
     theirs: ``T_FACTOR * T_GROWTH**restarts`` time units :func:`analysis._certify.time_scale`.
 
     At most ``T_MAX`` (finite where the time unit overflows)."""
-    return jnp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound), T_MAX)
+    xp = namespace(theta, mu, bound, restarts)
+    return xp.minimum(T_FACTOR * T_GROWTH**restarts * time_scale(theta, mu, bound), T_MAX)
 
 
 def regime_code(collapsed, settled, leader, visited_other, target, first):
@@ -91,7 +94,8 @@ def regime_code(collapsed, settled, leader, visited_other, target, first):
     * ``undetermined``: neither a collapse nor a settled escape within the budget.
 
     ``visited_other`` is whether :math:`j^\dagger` was ever another index than ``target``
-    (``first`` included). Traceable (``jnp.where``), so batches classify with the same rule.
+    (``first`` included). Elementwise and traceable (eager NumPy on NumPy inputs), so batches
+    classify with the same rule.
 
     >>> import analysis
     >>> [analysis.REGIMES[int(analysis.regime_code(c, s, 2, v, 2, f))]
@@ -110,9 +114,10 @@ def regime_code(collapsed, settled, leader, visited_other, target, first):
         ("first", first, "iu"),
     ):
         check_kind(name, value, kinds)
-    on_target = jnp.where(first != target, SEQUENTIAL, jnp.where(visited_other, EXCURSION, DIRECT))
-    escaped = jnp.where(leader != target, MINOR, on_target)
-    return jnp.where(collapsed, COLLAPSE, jnp.where(settled, escaped, UNDETERMINED))
+    xp = namespace(collapsed, settled, leader, visited_other, target, first)
+    on_target = xp.where(first != target, SEQUENTIAL, xp.where(visited_other, EXCURSION, DIRECT))
+    escaped = xp.where(leader != target, MINOR, on_target)
+    return xp.where(collapsed, COLLAPSE, xp.where(settled, escaped, UNDETERMINED))
 
 
 def undetermined_reason(status: int, passes: int, t_end: float, options) -> str:
@@ -178,17 +183,19 @@ def decide(
     to the origin at even :math:`L\ge4`, where the normalised perturbation turns as
     :math:`\rho/\lVert w\rVert`) or stopped at its escape threshold is continued.
     """
+    xp = namespace(status, escaped, settled, leader, intact, theorem_leader, visited_other, first,
+                   target, stalled, trapped_all)  # fmt: skip
     code_of = lambda k: regime_code(False, True, k, visited_other, target, first)  # noqa: E731
-    by_theorem = jnp.where(escaped & (theorem_leader >= 0), code_of(theorem_leader), -1)
-    code = jnp.where(intact, jnp.where(settled, code_of(leader), -1), by_theorem)
+    by_theorem = xp.where(escaped & (theorem_leader >= 0), code_of(theorem_leader), -1)
+    code = xp.where(intact, xp.where(settled, code_of(leader), -1), by_theorem)
     if need == "escape":
-        code = jnp.where(escaped, SEQUENTIAL, code)
+        code = xp.where(escaped, SEQUENTIAL, code)
     elif need == "direct":
-        code = jnp.where(visited_other, SEQUENTIAL, code)
-    code = jnp.where(stalled, STALLED, code)
+        code = xp.where(visited_other, SEQUENTIAL, code)
+    code = xp.where(stalled, STALLED, code)
     # a solver failure ends a run undecided only where the facts of its last (finite) state do
     # not decide it: they hold for all later times whatever the perturbation does within its
     # bound e (docs/theory.md §12), e.g. a schedule σ(t) that is NaN later on
-    code = jnp.where((status == flows.Status.NONFINITE) & (code < 0), UNDETERMINED, code)
-    code = jnp.where(status == flows.Status.SIGMA_NEGATIVE, UNDETERMINED, code)
-    return jnp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)
+    code = xp.where((status == flows.Status.NONFINITE) & (code < 0), UNDETERMINED, code)
+    code = xp.where(status == flows.Status.SIGMA_NEGATIVE, UNDETERMINED, code)
+    return xp.where((status == flows.Status.COLLAPSED) | trapped_all, COLLAPSE, code)

@@ -31,6 +31,7 @@ from ._dominant import dominant_at, initial_index, log_abs_beta
 from ._options import RunOptions
 from ._problem import log_growth_rates
 from ._regime import COLLAPSE, STALLED, UNDETERMINED, budget, decide, start_atol
+from ._xp import namespace
 
 BISECTIONS = 60
 SLOTS = 4  # switch slots bisected together (:func:`_track`)
@@ -50,23 +51,33 @@ def _facts(method, theta, mu, bound):
     return trap, escaped, leader, settled, never_escapes(method, theta)
 
 
-def begin(method, data, theta0, *, need: str, loss: str):
-    r"""Pass 0 of a run: ``(code, first, leader)``, the regime code that the start ``theta0``
-    alone decides (else -1) and the leader it used (:func:`conclude` at :math:`\tau=0`), and
-    :math:`j^\dagger(0^+)` by the tie rule (traceable; the policy of both drivers, :func:`run`
-    and :func:`analysis._drive.drive`). See :func:`start_code`."""
-    theta0 = jnp.asarray(theta0)
-    mu = data.X[0]
-    target = jnp.argmax(mu)
+def begin(method, mu, theta0, rates, *, need: str):
+    r"""Pass 0 of each run: ``(code, first, leader)``, the regime code that the start ``theta0``
+    (..., L, d) alone decides (else -1) and the leader it used (:func:`conclude` at
+    :math:`\tau=0`), and :math:`j^\dagger(0^+)` by the tie rule from the log-growth ``rates``
+    (..., d) at the start (:func:`start_rates`; None with ``need="escape"``). The policy of both
+    drivers, :func:`run` and :func:`analysis._drive.drive` (traceable, and eager NumPy on NumPy
+    inputs). See :func:`start_code`."""
+    xp = namespace(mu, theta0, rates)
+    batch = theta0.shape[:-2]
+    target = xp.argmax(mu)
     if need == "escape":  # j† is not tracked; an escape overrides any settled leader
-        first = target
+        first = xp.full(batch, target)
     else:
-        first = initial_index(theta0, log_growth_rates(method, data, loss, True, theta0))
+        first = xp.asarray(initial_index(theta0, rates))
     code, leader, _ = conclude(
-        method, mu, theta0, theta0, jnp.asarray(flows.Status.OK), lost=jnp.asarray(False),
+        method, mu, theta0, theta0, xp.full(batch, flows.Status.OK), lost=xp.zeros(batch, bool),
         other=first != target, first=first, need=need, start=True,
     )  # fmt: skip
-    return code, jnp.asarray(first, int), leader
+    return code, first.astype(int), leader
+
+
+def start_rates(method, data, theta0, *, need: str, loss: str):
+    r"""The log-growth rates at the start that :func:`begin` reads (JAX's field; None with
+    ``need="escape"``, where :math:`j^\dagger` is not tracked)."""
+    if need == "escape":
+        return None
+    return log_growth_rates(method, data, loss, True, jnp.asarray(theta0))
 
 
 def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logistic"):
@@ -90,12 +101,15 @@ def start_code(method, data, theta0, *, need: str = "escape", loss: str = "logis
     compiling the batched solver at all when every point of a round is decided here.
     """
     _check_need(need)
-    return begin(method, data, theta0, need=need, loss=loss)[0]
+    theta0 = jnp.asarray(theta0)
+    rates = start_rates(method, data, theta0, need=need, loss=loss)
+    return begin(method, data.X[0], theta0, rates, need=need)[0]
 
 
 def thresholds(options: RunOptions, theta0, theta, bound, mu, spent, level, t1=None):
     r"""``(t1, collapse, escape)`` of the pass from ``theta`` after ``spent`` passes that ran out
-    of τ budget and ``level`` that ended at an escape event (traceable).
+    of τ budget and ``level`` that ended at an escape event (traceable, and eager NumPy on NumPy
+    inputs; ``theta0`` and ``theta`` (..., L, d), the others one per run).
 
     * ``t1``: the τ budget :func:`analysis._regime.budget` after ``spent`` such passes (a run
       that lingers gets geometrically longer budgets; a pass that ends at an event does not
@@ -112,20 +126,22 @@ def thresholds(options: RunOptions, theta0, theta, bound, mu, spent, level, t1=N
       pass ends for another reason (its step budget) moves no event: the switch times and
       ``t_end`` depend on the trajectory alone, not on ``max_steps``.
     """
-    depth = jnp.shape(theta0)[0]
-    norm = lambda th: unit_and_norm(jnp.asarray(th))[1]  # noqa: E731 (the events' norm)
-    n0, n = norm(theta0), jnp.maximum(norm(theta), np.finfo(float).tiny)
-    collapse = jnp.minimum(options.collapse_tol * n0 / n, np.nextafter(1.0, 0.0))
+    xp = namespace(theta0, theta, bound, mu, spent, level)
+    depth = theta0.shape[-2]
+    # the events' norm of each state
+    norm = lambda th: unit_and_norm(th, axis=(-2, -1))[1][..., 0, 0]  # noqa: E731
+    n0, n = norm(theta0), xp.maximum(norm(theta), np.finfo(float).tiny)
+    collapse = xp.minimum(options.collapse_tol * n0 / n, np.nextafter(1.0, 0.0))
     factor = options.escape_factor(depth)
-    log_escape = (level + 1) * jnp.log(factor) + jnp.log(n0) - jnp.log(n)
-    escape = jnp.maximum(jnp.exp(log_escape), np.nextafter(1.0, 2.0))
-    t1 = budget(theta, mu, bound, spent) if t1 is None else jnp.asarray(t1, float)
+    log_escape = (level + 1) * np.log(factor) + xp.log(n0) - xp.log(n)
+    escape = xp.maximum(xp.exp(log_escape), np.nextafter(1.0, 2.0))
+    t1 = budget(theta, mu, bound, spent) if t1 is None else xp.asarray(t1, float)
     return t1, collapse, escape
 
 
 def conclude(method, mu, theta0, theta, status, *, lost, other, first, need, start=False):
-    r"""The end of a pass: ``(code, leader, lost)`` of the state ``theta`` (traceable; the policy
-    of both drivers).
+    r"""The end of a pass: ``(code, leader, lost)`` of the state ``theta`` (..., L, d) (the policy
+    of both drivers: traceable, and eager NumPy on NumPy inputs).
 
     ``lost`` becomes True once a state that did not collapse breaks the exact flow's order
     (:func:`analysis._certify.keeps_invariant_order`), an order of :math:`\tau>0`: it is not
@@ -135,8 +151,9 @@ def conclude(method, mu, theta0, theta, status, *, lost, other, first, need, sta
     one ``decide`` used: the certificate's, or the theorem's once the order is lost (-1 if none).
     ``other``: whether :math:`j^\dagger` visited another index than :math:`\arg\max\mu` so far.
     """
-    target = jnp.argmax(mu)
     bound = bound_of(method)
+    xp = namespace(mu, theta0, theta, status, lost, other, first, bound)
+    target = xp.argmax(mu)
     lead = invariant_leader(method, theta0, mu)
     if not start:
         lost = lost | ((status != flows.Status.COLLAPSED) & ~keeps_invariant_order(
@@ -145,10 +162,11 @@ def conclude(method, mu, theta0, theta, status, *, lost, other, first, need, sta
     code = decide(
         status, escaped=escaped, settled=settled, leader=leader, intact=~lost,
         theorem_leader=lead, visited_other=other, first=first, target=target,
-        need="path" if need == "limit" else need, stalled=stalled, trapped_all=jnp.all(trap),
+        need="path" if need == "limit" else need, stalled=stalled,
+        trapped_all=xp.all(trap, axis=-1),
     )  # fmt: skip
-    leader = jnp.where(lost, jnp.where(escaped, lead, -1), jnp.where(settled, leader, -1))
-    return jnp.asarray(code, int), leader, lost
+    leader = xp.where(lost, xp.where(escaped, lead, -1), xp.where(settled, leader, -1))
+    return xp.asarray(code).astype(int), leader, lost
 
 
 def finish(code, *, lost, last, lead, track):
@@ -158,10 +176,11 @@ def finish(code, *, lost, last, lead, track):
     appended (``appended``; it happens in the final blow-up, below the resolution of float64:
     its time is NaN); ``decided_escape``: the run ended on a certified escape (its leader
     stands)."""
-    code = jnp.where(code < 0, UNDETERMINED, code)
+    xp = namespace(code, lost, last, lead)
+    code = xp.where(code < 0, UNDETERMINED, code)
     decided_escape = (code != COLLAPSE) & (code != STALLED) & (code != UNDETERMINED)
     appended = track & lost & decided_escape & (last != lead)
-    return code, jnp.where(appended, lead, last), appended, decided_escape
+    return code, xp.where(appended, lead, last), appended, decided_escape
 
 
 def run(
@@ -224,7 +243,8 @@ def run(
     bound = bound_of(method)
     lead = invariant_leader(method, theta0, mu)
     # pass 0: the start's own certificates, without integrating
-    code0, first, leader0 = begin(method, data, theta0, need=need, loss=loss)
+    rates = start_rates(method, data, theta0, need=need, loss=loss)
+    code0, first, leader0 = begin(method, mu, theta0, rates, need=need)
     intact = lambda th: keeps_invariant_order(method, theta0, th, mu)  # noqa: E731
     init = dict(
         theta=jnp.asarray(theta0),

@@ -19,6 +19,7 @@ from typing import ClassVar
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _rules
 from ._validate import WrongTypeError, check_scalar, check_type
@@ -37,14 +38,17 @@ def _unit(g, axis=None):
     direction) nor overflows (``|g| ~ 1e200``): the direction is exact at every
     magnitude, and ``‖g‖`` is inf only where it exceeds the float64 range.
     The scale is a constant for autodiff (``stop_gradient``), so derivatives are
-    those of ``‖g‖`` itself.
+    those of ``‖g‖`` itself. A NumPy ``g`` is computed eagerly in NumPy (the analysis's
+    engine driver, :mod:`analysis._xp`), every other in JAX.
     """
     keep = axis is not None
-    s = jax.lax.stop_gradient(jnp.max(jnp.abs(g), axis=axis, keepdims=True))
-    s = jnp.where(s == 0, 1.0, s)  # g = 0; a NaN or inf in g makes the whole direction NaN
+    xp = jnp if isinstance(g, jax.Array) else np  # a NumPy g: eagerly, in NumPy
+    s = xp.max(xp.abs(g), axis=axis, keepdims=True)
+    s = jax.lax.stop_gradient(s) if xp is jnp else s
+    s = xp.where(s == 0, 1.0, s)  # g = 0; a NaN or inf in g makes the whole direction NaN
     scaled = g / s
-    root = jnp.sqrt(jnp.sum(scaled * scaled, axis=axis, keepdims=True))
-    unit = scaled / jnp.where(root == 0, 1.0, root)
+    root = xp.sqrt(xp.sum(scaled * scaled, axis=axis, keepdims=True))
+    unit = scaled / xp.where(root == 0, 1.0, root)
     norm = s * root
     return unit, norm if keep else norm.reshape(())
 

@@ -123,6 +123,23 @@ def engine_run(method, values, data, theta0, *, ts, t1, rescaled, loss, options,
     )  # fmt: skip
 
 
+def engine_velocity(method, values, data, theta, *, rescaled, loss):
+    r"""The engine's vector field at each state ``theta`` (N, L, d), unchecked: :math:`d\theta/dt`
+    of :func:`flows.velocity`, or :math:`d\theta/d\tau` of :func:`flows.rescaled_velocity`
+    (``rescaled``), for an engine method (:func:`engine_supports`) with the per-state rule
+    parameters ``values`` (as :func:`engine_run`); a NumPy array (N, L, d)."""
+    from . import _engine
+
+    n, depth, d = theta.shape
+    out = _engine.fields(
+        theta.reshape(n, depth * d), _param_rows(method, values, n), kind=method.rule,
+        per_layer=bool(getattr(method, "per_layer", False)), X=np.asarray(data.X),
+        Y=np.asarray(data.y), loss=_engine.LOSSES[loss], rescaled=rescaled, clock=False,
+        L=depth, d=d,
+    )  # fmt: skip
+    return out.reshape(n, depth, d)
+
+
 def _batch(ts, thetas, data, loss, status, t_end, theta_end, n_steps, n_rejected, t_real,
            t_real_end):
     """A batched :class:`Trajectory` (leading axis N) from the engine's arrays."""

@@ -28,7 +28,7 @@ library needs none of them; their signatures may change with the packages that u
 from ._config import cacheable_checks, enable_compilation_cache
 from ._methods import _unit as unit_and_norm
 from ._methods import check_method
-from ._numba import engine_run, engine_supports
+from ._numba import engine_run, engine_supports, engine_velocity
 from ._options import checked_solver_options
 from ._problem import check_data, check_loss, check_theta
 from ._processes import check_jobs, default_jobs, side_by_side
@@ -73,6 +73,7 @@ __all__ = [
     "enable_compilation_cache",
     "engine_run",
     "engine_supports",
+    "engine_velocity",
     "file_sha256",
     "integrate",
     "is_traced",
