@@ -172,3 +172,23 @@ def test_backend_refusal_names_the_argument():
         analysis.regime_path(flows.LinfSAM(0.1), [1.0, 2.0], 0.5, 2, backend="numba")
     with pytest.raises(ValueError, match="backend"):
         analysis.RunOptions(backend="gpu")
+
+
+def test_the_engine_driver_compiles_no_jax_program():
+    """The policy runs in NumPy between the engine's passes, on the whole batch: runs of a new
+    size, depth and dimension compile no XLA program (the vmapped JAX policy compiled six, in
+    every process, for every batch size, depth and method)."""
+    import jax
+
+    compiled = []
+
+    def listen(event, duration, fun_name=None, **_):
+        if event.endswith("backend_compile_duration"):
+            compiled.append(fun_name)
+
+    data = flows.single_example([1.0, 2.5, 3.0, 4.0, 4.5, 7.0])
+    theta0 = np.stack([np.asarray(flows.balanced_init(a, 7, 6)) for a in (0.05, 0.4, 0.9)])
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    out = drive(flows.L2SAM(0.7), data, theta0, options=analysis.RunOptions())
+    assert compiled == []
+    assert out["code"].shape == (3,) and np.all(out["code"] >= 0)
