@@ -21,7 +21,7 @@ import numpy as np
 import flows
 from flows.internal import as_array
 
-from ._drive import classify
+from ._drive import classify, start_codes, uses_engine
 from ._inputs import (
     check_alpha,
     check_count,
@@ -95,14 +95,18 @@ def _classify(methods, data, depth, alphas, *, kind, options):
     """Regime code per point: COLLAPSE, SEQUENTIAL (escaped / not direct), DIRECT, ...
 
     Points whose start already decides them (:func:`analysis._run.start_code`, e.g. exact
-    ℓ∞-SAM: every coordinate trapped below ρ, or escaped above it) are not integrated; only the
-    rest go to the driver (:func:`analysis._drive.classify`), which is not even called when
-    none is left.
+    ℓ∞-SAM: every coordinate trapped below ρ, or escaped above it; in NumPy where the engine
+    runs the method, :func:`analysis._drive.start_codes`) are not integrated; only the rest go
+    to the driver (:func:`analysis._drive.classify`), which is not even called when none is
+    left.
     """
     theta0 = np.stack([np.asarray(flows.balanced_init(a, depth, data.d)) for a in alphas])
     need = "escape" if kind == "collapse" else "direct"
     batched = _stack(methods)
-    codes = np.array(_start(batched, data, theta0, options.loss, need))
+    if uses_engine(batched, options.backend):
+        codes = start_codes(batched, data, theta0, loss=options.loss, need=need)
+    else:
+        codes = np.array(_start(batched, data, theta0, options.loss, need))
     open_ = np.flatnonzero(codes < 0)
     if open_.size:
         arrays, static = eqx.partition(batched, eqx.is_array)

@@ -119,14 +119,8 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
     mu = np.asarray(data.X, np.float64)[0]
     target = int(np.argmax(mu))
     bound = bound_of(methods)
-    # The policy in NumPy, on the whole batch (log 0 = -inf, inf - inf = NaN, as in JAX).
-    quiet = lambda: np.errstate(all="ignore")  # noqa: E731
-    with quiet():  # pass 0: the start's own certificates (analysis._run.begin) and j†(0+)
-        rates = None
-        if need != "escape":  # j†(0+)'s tie rule reads the rates at the start (engine's field)
-            v = engine_velocity(method, values, data, theta0, rescaled=True, loss=loss)
-            rates = growth_rates(v, theta0)
-        code, first, leader = (np.array(x) for x in begin(methods, mu, theta0, rates, need=need))
+    code, first, leader = _begin(method, values, methods, data, theta0, loss=loss, need=need)
+    with _quiet():
         lead = np.array(invariant_leader(methods, theta0, mu))
     lost = np.zeros(n, bool)
     # The default absolute tolerance is far below every weight (start_atol): the error control
@@ -158,7 +152,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         idx = np.flatnonzero((code < 0) & (passes < options.max_passes))
         if idx.size == 0:
             break
-        with quiet():
+        with _quiet():
             budget, collapse, escape = thresholds(
                 options, theta0, theta, bound, mu, spent, level, t1=t1
             )
@@ -198,7 +192,7 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         passes[idx] += 1
         level[idx] += status[idx] == flows.Status.ESCAPED
         spent[idx] += status[idx] == flows.Status.OK
-        with quiet():
+        with _quiet():
             c, lead_now, lost_now = conclude(
                 methods, mu, theta0, theta, status, lost=lost, other=other, first=first, need=need
             )
@@ -210,6 +204,32 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         leader=np.where(decided, leader, -1), t_real=np.full(n, np.nan), theta=theta,
     )  # fmt: skip
     return out
+
+
+def _quiet():
+    """The policy in NumPy, on a whole batch: log 0 = -inf and inf - inf = NaN, as in JAX."""
+    return np.errstate(all="ignore")
+
+
+def _begin(method, values, methods, data, theta0, *, loss, need):
+    """Pass 0 of each run (:func:`analysis._run.begin`) in NumPy: ``(code, first, leader)``,
+    j†(0+) from the engine's own field at the start (:func:`flows.internal.engine_velocity`)."""
+    mu = np.asarray(data.X, np.float64)[0]
+    with _quiet():
+        rates = None
+        if need != "escape":  # j† is tracked: its tie rule reads the rates at the start
+            v = engine_velocity(method, values, data, theta0, rescaled=True, loss=loss)
+            rates = growth_rates(v, theta0)
+        return tuple(np.array(x) for x in begin(methods, mu, theta0, rates, need=need))
+
+
+def start_codes(method, data, theta0, *, loss, need, params=None):
+    """:func:`analysis._run.start_code` of each start ``theta0`` (N, L, d) of an engine method
+    (``params`` as :func:`drive`), in NumPy: the code the start alone decides, else -1."""
+    theta0 = np.ascontiguousarray(theta0, np.float64)
+    values = _parameters(method, params, theta0.shape[0])
+    methods = _batched(method, values, theta0.shape[0])
+    return _begin(method, values, methods, data, theta0, loss=loss, need=need)[0]
 
 
 def _record(idx, out, t_end, count, times, after, slots):
