@@ -192,3 +192,7 @@ def test_the_engine_driver_compiles_no_jax_program():
     out = drive(flows.L2SAM(0.7), data, theta0, options=analysis.RunOptions())
     assert compiled == []
     assert out["code"].shape == (3,) and np.all(out["code"] >= 0)
+    # a boundary search's rounds too (their start codes: analysis._drive.start_codes)
+    alpha_c = analysis.critical_alpha(flows.L2SAM(0.7), [1.0, 2.5, 3.0, 4.0, 4.5, 7.0], depth=6)
+    assert compiled == []
+    assert 0.0 < alpha_c < 0.7
