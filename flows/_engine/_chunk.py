@@ -62,16 +62,17 @@ def _run_chunk(first, last, runs, flow, tolerances, tracking, outputs):
     per_layer, X, Y, loss, rescaled, clock, L, d, logs, arc). ``tolerances``: (rtol,
     max_steps, loss_tol). ``tracking``: (track, samples, tie_ulps, guard, q0, lead, lost, sw_t,
     sw_j, sw_n), j† followed with ``track`` (:func:`flows._engine._leader._track`).
-    ``outputs``: (saved, yend, status, t_end, n_steps, n_rejected), whose rows first..last-1
-    are written. With ``logs`` the state is u = log θ (every θ > 0; no clock): the inputs and
-    outputs are θ. With ``arc`` too, the integration variable is the arc length s of
+    ``outputs``: (saved, yend, status, t_end, n_steps, n_rejected, f0), whose rows
+    first..last-1 are written (``f0``: the field at the start, in the integration variables).
+    With ``logs`` the state is u = log θ (every θ > 0; no clock): the inputs and outputs are θ.
+    With ``arc`` too, the integration variable is the arc length s of
     :func:`flows._engine._vector_field._log_field` (floor ``r0s[n]``), τ is the state's last
     entry (0 in ``y0s``), ``t1s`` are budgets of s, and ``t_end`` and the switch times are τ."""
     y0s, params, atols, ts, t1s, collapses, escapes, r0s = runs
     solver, kind, per_layer, X, Y, loss, rescaled, clock, L, d, logs, arc = flow
     rtol, max_steps, loss_tol = tolerances
     track, samples, tie_ulps, guard, q0, lead, lost, sw_t, sw_j, sw_n = tracking
-    saved, yend, status, t_end, n_steps, n_rejected = outputs
+    saved, yend, status, t_end, n_steps, n_rejected, f0 = outputs
     ns = y0s.shape[1]
     Ld = L * d
     T = ts.shape[0]
@@ -202,6 +203,7 @@ def _run_chunk(first, last, runs, flow, tolerances, tracking, outputs):
                        L, d, S, V, Mg, r0, acc, sc, pq)  # fmt: skip
             for i in range(ns):
                 f[i, w] = fs[i, w]
+                f0[n, i] = fs[i, w]
         if active == 0:
             if nxt >= last:
                 break

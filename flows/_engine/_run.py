@@ -1,5 +1,5 @@
 """The engine's entry points from Python: :func:`run_many` (a batch of runs on threads) and
-:func:`fields` (the vector field at given states, for the tests)."""
+:func:`fields` (the vector field at given states)."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -7,8 +7,6 @@ import numpy as np
 
 from .._cores import usable_cores
 from ._chunk import W, _run_chunk
-from ._jit import jit
-from ._vector_field import _broadcast, _field, _scratch
 
 
 def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss, rescaled,
@@ -31,8 +29,9 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
     ends with τ = 0 and ``t1`` is a budget of arc length.
     Returns NumPy arrays:
     ``saved`` (N, T, ns), ``y_end`` (N, ns), ``status``, ``t_end``, ``n_steps``,
-    ``n_rejected`` (N,), and with ``tracking`` the switches ``sw_t``, ``sw_j`` (N, slots) and
-    their count ``sw_n`` (N,).
+    ``n_rejected`` (N,), ``f0`` (N, ns) the field at the start in the integration variables
+    (NaN for a start that had converged), and with ``tracking`` the switches ``sw_t``, ``sw_j``
+    (N, slots) and their count ``sw_n`` (N,).
     """
     N, ns = y0s.shape
     T = ts.shape[0]
@@ -43,6 +42,7 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
     out = dict(
         saved=np.empty((N, T, ns)), y_end=np.empty((N, ns)), status=np.empty(N, np.int64),
         t_end=np.empty(N), n_steps=np.empty(N, np.int64), n_rejected=np.empty(N, np.int64),
+        f0=np.full((N, ns), np.nan),
     )  # fmt: skip
     tr = tracking or {}
     slots = int(tr.get("slots", 1))
@@ -65,7 +65,7 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
               bool(tr.get("guard", False)), own(q0), lead, lost, out["sw_t"], out["sw_j"],
               out["sw_n"])  # fmt: skip
     outputs = (out["saved"], out["y_end"], out["status"], out["t_end"], out["n_steps"],
-               out["n_rejected"])  # fmt: skip
+               out["n_rejected"], out["f0"])  # fmt: skip
     args = (runs, flow, tolerances, follow, outputs)
     bounds = list(zip(chunks[:-1], chunks[1:], strict=True))
     if threads == 1 or len(bounds) == 1:
@@ -78,29 +78,13 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
 
 
 def fields(ys, params, *, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
-    """The engine's vector field at each row of ``ys`` (N, ns)."""
-    return _fields(
-        np.ascontiguousarray(ys, float), np.ascontiguousarray(params, float), int(kind),
-        bool(per_layer), np.ascontiguousarray(X, float), np.ascontiguousarray(Y, float),
-        int(loss), bool(rescaled), bool(clock), int(L), int(d),
-    )  # fmt: skip
-
-
-@jit
-def _fields(ys, params, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
-    """The field at each row of ``ys`` (N, ns), W rows at a time (for the tests)."""
-    N, ns = ys.shape
-    out = np.empty_like(ys)
-    CX = _broadcast(X, Y, d, W)
-    y, S, V, M = _scratch(ns, L * d, d, X.shape[0], W)
-    f = np.zeros((ns, W))
-    p = np.zeros((5, W))
-    for start in range(0, N, W):
-        m = min(W, N - start)
-        for w in range(m):
-            y[:, w] = ys[start + w]
-            p[:, w] = params[start + w]
-        _field(y, f, kind, per_layer, p, X, Y, CX, loss, rescaled, clock, L, d, S, V, M)
-        for w in range(m):
-            out[start + w] = f[:, w]
-    return out
+    """The engine's vector field at each row of ``ys`` (N, ns): the first stage of a run of
+    no step from each row (``f0`` of :func:`run_many`, the loop's own evaluation; no other
+    compiled function)."""
+    ys = np.ascontiguousarray(ys, float)
+    n = ys.shape[0]
+    return run_many(
+        ys, params, np.ones(n), np.zeros(0), 1.0, solver=0, kind=kind, per_layer=per_layer, X=X,
+        Y=Y, loss=loss, rescaled=rescaled, clock=clock, L=L, d=d, rtol=1e-8, max_steps=0,
+        collapse=0.0, escape=0.0, loss_tol=0.0, threads=1,
+    )["f0"]  # fmt: skip
