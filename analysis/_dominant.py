@@ -140,7 +140,8 @@ def log_size(theta):
     """:func:`log_abs_beta` of a validated ``theta`` (..., L, d), in its namespace
     (:mod:`analysis._xp`: NumPy for a NumPy array, eagerly)."""
     xp = namespace(theta)
-    return xp.sum(xp.log(xp.abs(theta)), axis=-2)
+    with np.errstate(divide="ignore"):  # log 0 = -inf where β_j = 0, silently (as in JAX)
+        return xp.sum(xp.log(xp.abs(theta)), axis=-2)
 
 
 def dominant_at(theta):

@@ -2,6 +2,8 @@
 closed form, a hand derivation, or an independent scipy computation, never from the function
 under test."""
 
+import warnings
+
 import equinox as eqx
 import jax
 import numpy as np
@@ -154,6 +156,21 @@ def test_switch_times_gd_l3_closed_form_skips_middle_index():
     s = analysis.switch_times(traj)
     assert s.sequence == [0, 2]
     np.testing.assert_allclose(s.times, [0.55 / 0.9], rtol=1e-9)
+
+
+def test_switch_times_with_a_dead_coordinate_warns_nothing():
+    """A coordinate at 0 (β_j = 0, log|β_j| = -inf) stays there under GD; the others switch as
+    in the closed form (rescaled GD, L = 2: w_j = α_j e^{μ_j τ}, 0 -> 2 at τ = log(5)/2),
+    and reading j†(0) (in NumPy) raises no floating-point warning."""
+    theta0 = np.array([[1.0, 0.0, 0.2], [1.0, 0.0, 0.2]])
+    data = flows.single_example([1.0, 2.0, 3.0])
+    traj = flows.solve(flows.GD(), data, theta0, t1=1.0, rescaled=True, dense=True, rtol=1e-10,
+                       atol=1e-12)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = analysis.switch_times(traj)
+    assert s.sequence == [0, 2]
+    np.testing.assert_allclose(s.times, [np.log(5.0) / 2], rtol=1e-9)
 
 
 def test_switch_times_tie_at_zero_problem_and_trajectory_agree():
