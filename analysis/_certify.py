@@ -254,7 +254,8 @@ def keeps_invariant_order(method, theta0, theta, mu):
     True for every other method and depth. :math:`L` is ``theta0.shape[0]`` (``theta`` has the
     same shape).
     """
-    xp = namespace(theta0, theta, mu)
+    rho = (method.rho,) if decouples(method) else ()  # read below: a traced ρ is JAX
+    xp = namespace(theta0, theta, mu, *rho)
     theta0, theta, mu = xp.asarray(theta0), xp.asarray(theta), xp.asarray(mu)
     depth = theta0.shape[-2]
     pairs = (-2, -1)
@@ -295,7 +296,8 @@ def invariant_leader(method, theta0, mu):
     (:func:`limit_index`; at :math:`L=2` the largest rate among them). Traceable; :math:`L` is
     ``theta0.shape[0]``.
     """
-    xp = namespace(theta0, mu)
+    rho = (method.rho,) if decouples(method) else ()  # limit_index reads it: a traced ρ is JAX
+    xp = namespace(theta0, mu, *rho)
     theta0 = xp.asarray(theta0)
     depth = theta0.shape[-2]
     applies = decouples(method) if isinstance(method, flows.LinfSAM) else depth >= 3

@@ -6,6 +6,8 @@ up; whenever it says "escaped", w_max grows past 10³. The q-order guard flags s
 order the exact flow cannot reach.
 """
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -140,6 +142,21 @@ def test_linf_invariant_order_flags_float64_ties():
     assert bool(keeps_invariant_order(m, theta0, np.tile(ordered, (depth, 1)), MU))
     smooth = flows.LinfSAM(1.0, delta=0.01)  # no decoupling theorem for the smoothed sign
     assert bool(keeps_invariant_order(smooth, theta0, np.tile(exact, (depth, 1)), MU))
+
+
+def test_linf_invariant_order_and_leader_vmap_over_rho_with_concrete_states():
+    """Exact ℓ∞-SAM's theorem, vmapped over ρ with the state and μ concrete (NumPy): the
+    leader argmax_{α_j > ρ} μ_j (α_j - ρ)^{L-2} (claim C2), by hand for α = (0.3, 0.6, 0.45),
+    μ = (1, 2, 3), L = 3: ρ = 0.1 → (0.2, 1.0, 1.05): 2; ρ = 0.5 → only α_1 grows: 1; ρ = 0.7
+    → none: -1. A state whose smallest layers put 0 ahead of 1 (0 is behind 1 for all τ > 0
+    where both grow) breaks the order at ρ = 0.1 only."""
+    theta0, mu = np.array([[0.3, 0.6, 0.45]] * 3), np.array([1.0, 2.0, 3.0])
+    theta = np.array([[0.7, 0.65, 0.8]] * 3)
+    rhos = jnp.array([0.1, 0.5, 0.7])
+    leaders = jax.vmap(lambda r: invariant_leader(flows.LinfSAM(r), theta0, mu))(rhos)
+    assert np.asarray(leaders).tolist() == [2, 1, -1]
+    order = jax.vmap(lambda r: keeps_invariant_order(flows.LinfSAM(r), theta0, theta, mu))(rhos)
+    assert np.asarray(order).tolist() == [False, True, True]
 
 
 def test_time_scale_is_homogeneous():
