@@ -196,3 +196,26 @@ def test_the_engine_driver_compiles_no_jax_program():
     alpha_c = analysis.critical_alpha(flows.L2SAM(0.7), [1.0, 2.5, 3.0, 4.0, 4.5, 7.0], depth=6)
     assert compiled == []
     assert 0.0 < alpha_c < 0.7
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5, 8])
+def test_start_codes_are_the_jax_start_code_of_each_start(depth):
+    """Pass 0 of the engine driver (analysis._drive.start_codes, j†(0+) from the engine's own
+    field) gives each start the code of analysis._run.start_code (JAX's field), for every
+    engine method: starts at, below and above ρ, tied α_j and tied μ_j (the tie rule reads the
+    rates)."""
+    from analysis._drive import start_codes
+    from analysis._run import start_code
+
+    mu = [1.0, 3.0, 3.0, 0.5, 2.0]
+    data = flows.single_example(mu)
+    alphas = np.array([[0.3] * 5, [2.0] * 5, [0.05, 0.2, 0.2, 1.0, 0.35], [0.5, 0.5, 0.5, 2.0, 2.0],
+                       [1.0, 0.3, 0.3, 0.3, 0.6]])  # fmt: skip
+    theta0 = np.repeat(alphas[:, None, :], depth, axis=1)
+    methods = [flows.GD(), flows.L2SAM(0.3), flows.L2SAM(0.3, per_layer=True),
+               flows.LinfSAM(0.2, delta=0.05), flows.LESAM(0.35, 0.3)]  # fmt: skip
+    for method in methods:
+        for need in ("escape", "path"):
+            got = start_codes(method, data, theta0, loss="logistic", need=need)
+            want = [int(start_code(method, data, th, need=need)) for th in theta0]
+            assert got.tolist() == want, (method, need)
