@@ -109,12 +109,15 @@ def _policy_states(rng, depth, d, n, rho):
         levels = np.array([0.5 * rho[i], rho[i], 1.5 * rho[i], 2.0, 3.0])
         alpha = rng.choice(levels, d)  # ties among few values
         alpha[rng.integers(d)] = 2.0 + i % 2  # a positive entry
+        if i % 4 == 1:  # every weight below ρ: trapped (even L) or stalled (odd L)
+            alpha = rng.choice([0.3, 0.5, 0.9], d) * rho[i]
         theta0[i] = alpha
         if i % 3 == 2:  # unbalanced: some layers negative or 0
             theta0[i] *= rng.choice([-1.0, 0.0, 0.7, 1.0, 1.3], (depth, d))
             theta0[i, 0, 0] = 2.5
     theta = theta0 * rng.choice([0.0, 0.5, 1.0, 1.0, 2.0], (n, 1, d))
     theta[::2] = theta0[::2] * rng.uniform(0.9, 1.1, (len(theta0[::2]), depth, d))
+    theta[1::4] = theta0[1::4] * rng.choice([0.5, 1.0], (len(theta0[1::4]), 1, d))  # below ρ
     return theta0, theta
 
 
