@@ -21,7 +21,7 @@ import numpy as np
 import flows
 from flows.internal import as_array
 
-from ._drive import classify, start_codes, uses_engine
+from ._drive import classify, rows, start_codes, uses_engine
 from ._inputs import (
     check_alpha,
     check_count,
@@ -109,9 +109,7 @@ def _classify(methods, data, depth, alphas, *, kind, options):
         codes = np.array(_start(batched, data, theta0, options.loss, need))
     open_ = np.flatnonzero(codes < 0)
     if open_.size:
-        arrays, static = eqx.partition(batched, eqx.is_array)
-        rest = eqx.combine(jax.tree.map(lambda x: np.asarray(x)[open_], arrays), static)
-        out = classify(rest, data, theta0[open_], options=options, need=need)
+        out = classify(rows(batched, open_), data, theta0[open_], options=options, need=need)
         codes[open_] = out["code"]
         undetermined = np.flatnonzero(out["code"] == UNDETERMINED)
         if undetermined.size:  # the first one's reason: the search stops there

@@ -152,12 +152,14 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         idx = np.flatnonzero((code < 0) & (passes < options.max_passes))
         if idx.size == 0:
             break
+        # the policy on the undecided runs only (each pass decides most of the rest)
+        budget, collapse, escape, rate = (np.full(n, np.nan) for _ in range(4))
+        b = bound[idx] if np.ndim(bound) else bound
         with _quiet():
-            budget, collapse, escape = thresholds(
-                options, theta0, theta, bound, mu, spent, level, t1=t1
+            budget[idx], collapse[idx], escape[idx] = thresholds(
+                options, theta0[idx], theta[idx], b, mu, spent[idx], level[idx], t1=t1
             )
-            rate = 1.0 / time_scale(theta, mu, bound)
-        budget = np.broadcast_to(budget, (n,))
+            rate[idx] = 1.0 / time_scale(theta[idx], mu, b)
         # u = log θ where no weight is negative (one at 0, e.g. underflowed in a deep decay, is
         # u = -inf and stays there); else θ, with the same relative tolerance
         positive = np.all(theta[idx] >= 0, axis=(1, 2))
@@ -193,10 +195,10 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         level[idx] += status[idx] == flows.Status.ESCAPED
         spent[idx] += status[idx] == flows.Status.OK
         with _quiet():
-            c, lead_now, lost_now = conclude(
-                methods, mu, theta0, theta, status, lost=lost, other=other, first=first, need=need
-            )
-        code[idx], leader[idx], lost[idx] = c[idx], lead_now[idx], lost_now[idx]
+            code[idx], leader[idx], lost[idx] = conclude(
+                rows(methods, idx), mu, theta0[idx], theta[idx], status[idx], lost=lost[idx],
+                other=other[idx], first=first[idx], need=need,
+            )  # fmt: skip
     code, last, appended, decided = finish(code, lost=lost, last=last, lead=lead, track=track)
     out = dict(
         code=code, first=first, last=last, n_switches=count + appended, times=times,
@@ -204,6 +206,13 @@ def drive(method, data, theta0, *, options: RunOptions, need: str = "path", para
         leader=np.where(decided, leader, -1), t_real=np.full(n, np.nan), theta=theta,
     )  # fmt: skip
     return out
+
+
+def rows(methods, idx):
+    """The methods of the runs ``idx`` of a batch of methods (every array field with a leading
+    axis, as :func:`_batched` makes them)."""
+    arrays, static = eqx.partition(methods, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda x: np.asarray(x)[idx], arrays), static)
 
 
 def _quiet():
