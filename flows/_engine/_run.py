@@ -78,9 +78,10 @@ def run_many(y0s, params, atols, ts, t1, *, solver, kind, per_layer, X, Y, loss,
 
 
 def fields(ys, params, *, kind, per_layer, X, Y, loss, rescaled, clock, L, d):
-    """The engine's vector field at each row of ``ys`` (N, ns): the first stage of a run of
-    no step from each row (``f0`` of :func:`run_many`, the loop's own evaluation; no other
-    compiled function)."""
+    """The engine's vector field at each row of ``ys`` (N, ns): the first stage of a run from
+    each row with a step budget of 0 (``f0`` of :func:`run_many`, the loop's own evaluation;
+    no other compiled function). Such a run still takes its first step (six more evaluations
+    of the field) before the budget ends it; the step is discarded."""
     ys = np.ascontiguousarray(ys, float)
     n = ys.shape[0]
     return run_many(
